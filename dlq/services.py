@@ -1,0 +1,82 @@
+"""DLQ services: dead-lettering a job and the audited reprocess of a dead letter as a new version."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from dlq.models import AuditAction, AuditEntry, DeadLetter
+from dlq.ratelimit import check_reprocess_allowed
+from pipeline import queue
+from pipeline.clock import Clock, system_clock
+from pipeline.errors import InvalidInputError, NotReprocessableError
+from pipeline.models import Job
+from pipeline.reasons import DeadLetterReason, ErrorCode
+from pipeline.states import JobStatus
+
+MAX_REASON_LENGTH = 500
+
+
+def dead_letter_job(job_id: int, reason: DeadLetterReason, error_code: ErrorCode, now: dt.datetime) -> DeadLetter:
+    """Record a job already moved to ``dead_lettered``. Callers hold the transaction that moved it."""
+    job = Job.objects.only("tenant", "attempt").get(pk=job_id)
+    return DeadLetter.objects.create(
+        job_id=job_id, tenant=job.tenant, reason_code=DeadLetterReason(reason),
+        error_code=ErrorCode(error_code), attempts=job.attempt, created_at=now,
+    )
+
+
+@dataclass(frozen=True)
+class ReprocessOutcome:
+    new_job: Job
+    audit_entry: AuditEntry
+    created: bool  # False: this dead letter was reprocessed before; the first new job is returned
+
+
+def _operator_identity(operator: object) -> tuple[str, object | None]:
+    """An operator is an authenticated user or a non-empty identity string (scripts, commands)."""
+    if getattr(operator, "is_authenticated", False) and getattr(operator, "pk", None) is not None:
+        return operator.get_username(), operator  # type: ignore[attr-defined]
+    if isinstance(operator, str) and operator.strip() and len(operator) <= 150 and operator.isprintable():
+        return operator.strip(), None
+    raise InvalidInputError("operator", "an operator identity (a user or a non-empty name) is required")
+
+
+def reprocess_from_dlq(
+    dead_letter_id: int, operator: object, *, reason: str = "", clock: Clock = system_clock
+) -> ReprocessOutcome:
+    """Create the dead job's next version (``operation_version + 1``) and its audit entry, together.
+
+    The dead job is never revived. A second reprocess of the same dead letter returns the first new
+    job. Refused (NotReprocessableError) when the dead letter does not exist; cancelled jobs never
+    have one. Refused (ReprocessRateLimitedError) past the tenant's reprocess limit.
+    """
+    name, user = _operator_identity(operator)
+    if isinstance(dead_letter_id, bool) or not isinstance(dead_letter_id, int):
+        raise InvalidInputError("dead_letter_id", "must be an int")
+    if not isinstance(reason, str) or len(reason) > MAX_REASON_LENGTH:
+        raise InvalidInputError("reason", f"must be a string of at most {MAX_REASON_LENGTH} characters")
+    with transaction.atomic():
+        dead = DeadLetter.objects.select_for_update().select_related("job").filter(pk=dead_letter_id).first()
+        if dead is None:
+            raise NotReprocessableError(f"dead letter {dead_letter_id} does not exist")
+        previous = AuditEntry.objects.select_related("new_job").filter(dead_letter=dead).first()
+        if previous is not None:
+            return ReprocessOutcome(previous.new_job, previous, created=False)
+        old = dead.job
+        if old.status != JobStatus.DEAD_LETTERED:
+            raise NotReprocessableError(f"job {old.pk} is {old.status}, not dead-lettered")
+        now = clock.now()
+        check_reprocess_allowed(old.tenant, now, operator=name)
+        new_job, _ = queue.enqueue(
+            old.tenant, old.document_id, old.operation_version + 1, old.payload,
+            max_attempts=old.max_attempts, deadline=old.deadline_at - old.created_at,
+            reprocessed_from=old, clock=clock,
+        )
+        entry = AuditEntry.objects.create(
+            at=now, action=AuditAction.REPROCESS, tenant=old.tenant, operator=name, operator_user=user,
+            reason=reason.strip(), dead_letter=dead, old_job=old, new_job=new_job,
+        )
+    return ReprocessOutcome(new_job, entry, created=True)

@@ -1,0 +1,50 @@
+"""The deduping consumer: applies each event id once, creating the review handoff."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from pipeline import sql
+from pipeline.clock import Clock, system_clock
+from pipeline.events import Event
+from pipeline.models import Review
+
+REVIEW_CONSUMER = "review-handoff"
+
+
+@dataclass(frozen=True)
+class ConsumeOutcome:
+    applied: bool
+    reason: str  # "applied" or "duplicate_event"
+
+
+class ReviewHandoffConsumer:
+    """Records the event id and creates the Review in one transaction, so a republished event is a no-op."""
+
+    name = REVIEW_CONSUMER
+
+    def __init__(self, clock: Clock = system_clock) -> None:
+        self.clock = clock
+
+    def handle(self, event: Event) -> ConsumeOutcome:
+        now = self.clock.now()
+        with transaction.atomic():
+            fresh = sql.fetch(sql.INSERT_CONSUMED, {
+                "consumer": self.name, "event_id": sql.uuid_param(event.event_id), "now": sql.ts(now),
+            })
+            if not fresh:
+                return ConsumeOutcome(applied=False, reason="duplicate_event")
+            Review.objects.create(
+                tenant=event.tenant, document_id=event.payload["document_id"],
+                idempotency_key=event.idempotency_key, event_id=event.event_id,
+                job_id=event.payload["job_id"], created_at=now,
+            )
+        return ConsumeOutcome(applied=True, reason="applied")
+
+    def seen(self, event_id: uuid.UUID) -> bool:
+        from pipeline.models import ConsumedEvent
+
+        return ConsumedEvent.objects.filter(consumer=self.name, event_id=event_id).exists()

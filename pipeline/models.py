@@ -1,0 +1,181 @@
+"""The durable state of the pipeline. Rows change only through the services in this package."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from pipeline.reasons import ErrorCode
+from pipeline.states import LIVE_STATUSES, JobStatus
+
+
+class Job(models.Model):
+    """One unit of work on one tenant's document at one operation version."""
+
+    tenant = models.CharField(max_length=33)
+    document_id = models.CharField(max_length=255)
+    operation_version = models.PositiveIntegerField()
+    idempotency_key = models.CharField(max_length=300, unique=True)
+    payload = models.JSONField()
+    payload_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    attempt = models.PositiveIntegerField(default=0)  # counted at claim, so a killed worker counts
+    max_attempts = models.PositiveIntegerField(default=3)
+    # The four clocks. visible_at is when the job can next be claimed: its enqueue time, a retry's
+    # backoff, or while leased the lease expiry (a lease hides the job until it expires).
+    created_at = models.DateTimeField()
+    visible_at = models.DateTimeField()
+    lease_until = models.DateTimeField(null=True, blank=True)
+    leased_at = models.DateTimeField(null=True, blank=True)  # when the current or last lease began
+    deadline_at = models.DateTimeField()
+    lease_owner = models.CharField(max_length=200, blank=True, default="")
+    fence = models.BigIntegerField(default=0)  # grows on every lease; the lease's fencing token
+    last_error_code = models.CharField(max_length=32, choices=ErrorCode.choices, blank=True, default="")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    reprocessed_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="reprocessed_as"
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="job_status_valid"),
+            models.CheckConstraint(condition=Q(operation_version__gte=1), name="job_version_positive"),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1), name="job_max_attempts_positive"),
+            models.CheckConstraint(condition=Q(attempt__lte=F("max_attempts")), name="job_attempt_le_max"),
+            models.CheckConstraint(condition=Q(fence__gte=0), name="job_fence_nonnegative"),
+            models.CheckConstraint(
+                condition=~Q(status=JobStatus.LEASED)
+                | (Q(lease_until__isnull=False) & ~Q(lease_owner="") & Q(visible_at=F("lease_until"))),
+                name="job_leased_has_lease",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=LIVE_STATUSES, finished_at__isnull=True)
+                | (~Q(status__in=LIVE_STATUSES) & Q(finished_at__isnull=False)),
+                name="job_finished_iff_terminal",
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "document_id", "operation_version"], name="job_tenant_document_version"
+            ),
+        ]
+        indexes = [
+            # The claim query reads live rows only: millions of finished jobs cost it nothing.
+            models.Index(
+                fields=["visible_at", "id"], condition=Q(status__in=LIVE_STATUSES), name="job_claimable"
+            ),
+            models.Index(fields=["tenant", "status", "created_at"], name="job_tenant_status"),
+            models.Index(fields=["tenant", "document_id"], name="job_tenant_document"),
+        ]
+
+    def __str__(self) -> str:
+        return self.idempotency_key
+
+
+class Attempt(models.Model):
+    """One lease of a job. Written by a database trigger whenever a job's fence grows."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts")
+    fence = models.BigIntegerField()
+    attempt = models.PositiveIntegerField()
+    worker = models.CharField(max_length=200)
+    leased_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    error_code = models.CharField(max_length=32, choices=ErrorCode.choices, blank=True, default="")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "fence"], name="attempt_job_fence")]
+
+
+class Result(models.Model):
+    """The one result of an idempotency key."""
+
+    job = models.OneToOneField(Job, on_delete=models.PROTECT, related_name="result")
+    tenant = models.CharField(max_length=33)
+    idempotency_key = models.CharField(max_length=300, unique=True)
+    payload_hash = models.CharField(max_length=64)
+    data = models.JSONField()
+    fence = models.BigIntegerField()
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.idempotency_key
+
+
+class OutboxEvent(models.Model):
+    """An event committed with its result, published later by the relay."""
+
+    event_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    tenant = models.CharField(max_length=33)
+    topic = models.CharField(max_length=64)
+    idempotency_key = models.CharField(max_length=300)
+    payload = models.JSONField()
+    created_at = models.DateTimeField()
+    published_at = models.DateTimeField(null=True, blank=True)
+    publish_attempts = models.PositiveIntegerField(default=0)
+    claim_token = models.UUIDField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["topic", "idempotency_key"], name="outbox_one_event_per_key"),
+        ]
+        indexes = [
+            models.Index(fields=["id"], condition=Q(published_at__isnull=True), name="outbox_pending"),
+            models.Index(fields=["published_at"], condition=Q(published_at__isnull=False), name="outbox_published"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.topic}:{self.idempotency_key}"
+
+
+class ReviewStatus(models.TextChoices):
+    PENDING = "pending"  # handed off; an operator approves or rejects it
+    APPROVED = "approved"  # terminal
+    REJECTED = "rejected"  # terminal
+
+
+class Review(models.Model):
+    """The human-review handoff: one per idempotency key, created by the deduping consumer."""
+
+    tenant = models.CharField(max_length=33)
+    document_id = models.CharField(max_length=255)
+    idempotency_key = models.CharField(max_length=300, unique=True)
+    event_id = models.UUIDField(unique=True)
+    job = models.ForeignKey(Job, on_delete=models.PROTECT, related_name="reviews")
+    status = models.CharField(max_length=16, choices=ReviewStatus.choices, default=ReviewStatus.PENDING)
+    created_at = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        permissions = [("decide_review", "Can approve or reject a review")]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=ReviewStatus.values), name="review_status_valid"),
+            models.CheckConstraint(
+                condition=Q(status=ReviewStatus.PENDING, decided_at__isnull=True)
+                | (~Q(status=ReviewStatus.PENDING) & Q(decided_at__isnull=False)),
+                name="review_decided_iff_decided_at",
+            ),
+        ]
+        indexes = [models.Index(fields=["tenant", "status", "created_at"], name="review_tenant_status")]
+
+    def __str__(self) -> str:
+        return self.idempotency_key
+
+
+class ConsumedEvent(models.Model):
+    """The deduping consumer's memory of the event ids it applied."""
+
+    consumer = models.CharField(max_length=64)
+    event_id = models.UUIDField()
+    consumed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["consumer", "event_id"], name="consumed_once_per_consumer"),
+        ]
+        indexes = [models.Index(fields=["consumed_at"], name="consumed_at")]

@@ -1,0 +1,70 @@
+"""Transactional outbox: the result, its event and the job's completion commit together, or not at all."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from pipeline import doorbell, sql
+from pipeline.clock import Clock, system_clock
+from pipeline.errors import IdempotencyConflictError, InvalidInputError
+from pipeline.idempotency import canonical_json
+from pipeline.models import OutboxEvent, Result
+from pipeline.queue import Lease, complete
+
+RESULT_TOPIC = "extraction.completed"
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    result_id: int
+    event_id: uuid.UUID
+    deduped: bool
+
+
+def commit_result_with_event(
+    lease: Lease, result: Any, *, topic: str = RESULT_TOPIC, clock: Clock = system_clock
+) -> CommitOutcome:
+    """Write the result, its outbox event and the job's completion in one transaction.
+
+    The fence is checked first, so a zombie's late write is refused (StaleLeaseError) and nothing
+    lands. If the key already has a result with the same payload hash, returns it with
+    ``deduped=True``; a different hash raises IdempotencyConflictError. Either error rolls back all.
+    """
+    if not isinstance(lease, Lease):
+        raise InvalidInputError("lease", "must be a Lease returned by lease_next")
+    data = canonical_json(result)
+    now = clock.now()
+    event_payload = canonical_json(
+        {"job_id": lease.job_id, "tenant": lease.tenant, "document_id": lease.document_id,
+         "idempotency_key": lease.idempotency_key, "operation_version": lease.operation_version}
+    )
+    with transaction.atomic():
+        complete(lease, now)
+        inserted = sql.fetch(sql.INSERT_RESULT, {
+            "job_id": lease.job_id, "tenant": lease.tenant, "key": lease.idempotency_key,
+            "payload_hash": lease.payload_hash, "data": data, "fence": lease.fence, "now": sql.ts(now),
+        })
+        if not inserted:
+            return _existing(lease, topic)
+        event_id = uuid.uuid4()
+        landed = sql.fetch(sql.INSERT_EVENT, {
+            "event_id": sql.uuid_param(event_id), "tenant": lease.tenant, "topic": topic,
+            "key": lease.idempotency_key, "payload": event_payload, "now": sql.ts(now),
+        })
+        if not landed:  # an event without a result: only code bypassing this service could do that
+            event_id = OutboxEvent.objects.get(topic=topic, idempotency_key=lease.idempotency_key).event_id
+        doorbell.ring(doorbell.OUTBOX)
+        return CommitOutcome(result_id=inserted[0]["id"], event_id=event_id, deduped=False)
+
+
+def _existing(lease: Lease, topic: str) -> CommitOutcome:
+    """The key already has a result: the same input dedupes, another input is a conflict."""
+    existing = Result.objects.get(idempotency_key=lease.idempotency_key)
+    if existing.payload_hash != lease.payload_hash:
+        raise IdempotencyConflictError(lease.idempotency_key, where="result")
+    event = OutboxEvent.objects.get(topic=topic, idempotency_key=lease.idempotency_key)
+    return CommitOutcome(result_id=existing.pk, event_id=event.event_id, deduped=True)

@@ -1,0 +1,114 @@
+"""The raw SQL the ORM can't say well: claims with ``FOR UPDATE SKIP LOCKED`` and ``RETURNING``.
+
+Each query is named, documented and runs on PostgreSQL (production, tests) and SQLite (the embedded
+demo, where immediate transactions serialise writers and SKIP LOCKED is not needed).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from django.db import connection
+from django.utils.dateparse import parse_datetime
+
+
+def skip_locked() -> str:
+    return "FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+
+
+def ts(value: dt.datetime | None) -> Any:
+    """A datetime as the backend stores it (SQLite keeps naive UTC text)."""
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def read_ts(value: Any) -> dt.datetime | None:
+    if value is None or isinstance(value, dt.datetime):
+        return value if value is None or value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    parsed = parse_datetime(value)
+    assert parsed is not None, value
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def read_json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def fetch(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        columns = [col[0] for col in cursor.description]
+        return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+# Claim the next claimable jobs in one statement: visible queued jobs and expired leases, oldest
+# first, skipping rows other claimers hold. A job past its deadline is cancelled instead of leased;
+# a job whose last attempt's lease expired is left to the rescuer (it belongs in the DLQ). The
+# fence grows on every lease; a trigger records the lease in pipeline_attempt.
+CLAIM_JOBS = """
+UPDATE pipeline_job SET
+    status = CASE WHEN deadline_at <= %(now)s THEN 'cancelled' ELSE 'leased' END,
+    fence = CASE WHEN deadline_at <= %(now)s THEN fence ELSE fence + 1 END,
+    attempt = CASE WHEN deadline_at <= %(now)s THEN attempt ELSE attempt + 1 END,
+    lease_owner = CASE WHEN deadline_at <= %(now)s THEN '' ELSE %(worker)s END,
+    lease_until = CASE WHEN deadline_at <= %(now)s THEN NULL ELSE %(lease_until)s END,
+    visible_at = CASE WHEN deadline_at <= %(now)s THEN visible_at ELSE %(lease_until)s END,
+    leased_at = CASE WHEN deadline_at <= %(now)s THEN leased_at ELSE %(now)s END,
+    finished_at = CASE WHEN deadline_at <= %(now)s THEN %(now)s ELSE NULL END,
+    last_error_code = CASE WHEN deadline_at <= %(now)s THEN 'deadline_exceeded' ELSE last_error_code END
+WHERE id IN (
+    SELECT id FROM pipeline_job
+    WHERE status IN ('queued', 'leased') AND visible_at <= %(now)s AND attempt < max_attempts
+    ORDER BY visible_at, id
+    LIMIT %(limit)s
+    {skip_locked}
+)
+RETURNING id, status, fence, attempt, max_attempts, tenant, document_id, operation_version,
+          idempotency_key, payload, payload_hash, deadline_at
+"""
+
+# Insert a result unless its key already has one; RETURNING is empty on conflict.
+INSERT_RESULT = """
+INSERT INTO pipeline_result (job_id, tenant, idempotency_key, payload_hash, data, fence, created_at)
+VALUES (%(job_id)s, %(tenant)s, %(key)s, %(payload_hash)s, %(data)s, %(fence)s, %(now)s)
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING id
+"""
+
+# Insert the result's outbox event unless the key already has one on this topic.
+INSERT_EVENT = """
+INSERT INTO pipeline_outboxevent (event_id, tenant, topic, idempotency_key, payload, created_at,
+                                  publish_attempts)
+VALUES (%(event_id)s, %(tenant)s, %(topic)s, %(key)s, %(payload)s, %(now)s, 0)
+ON CONFLICT (topic, idempotency_key) DO NOTHING
+RETURNING event_id
+"""
+
+# Claim pending outbox rows for a short while, with a token: no transaction stays open across the
+# publish, and only the holder of a current claim may mark a row published.
+CLAIM_EVENTS = """
+UPDATE pipeline_outboxevent SET
+    claim_token = %(token)s, claimed_until = %(claimed_until)s, publish_attempts = publish_attempts + 1
+WHERE id IN (
+    SELECT id FROM pipeline_outboxevent
+    WHERE published_at IS NULL AND (claimed_until IS NULL OR claimed_until < %(now)s)
+    ORDER BY id
+    LIMIT %(limit)s
+    {skip_locked}
+)
+RETURNING id, event_id, tenant, topic, idempotency_key, payload, created_at
+"""
+
+# Insert a consumed event id unless it is already remembered; RETURNING is empty for a duplicate.
+INSERT_CONSUMED = """
+INSERT INTO pipeline_consumedevent (consumer, event_id, consumed_at)
+VALUES (%(consumer)s, %(event_id)s, %(now)s)
+ON CONFLICT (consumer, event_id) DO NOTHING
+RETURNING id
+"""
+
+
+def uuid_param(value: Any) -> Any:
+    """UUIDs as the backend stores them (SQLite: 32 hex characters)."""
+    return value.hex if connection.vendor == "sqlite" else value

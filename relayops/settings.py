@@ -1,0 +1,148 @@
+"""RelayOps settings, read from the environment (django-environ).
+
+With no ``DATABASE_URL`` RelayOps runs on an embedded SQLite file (WAL, immediate transactions) so a
+newcomer needs no server; production and the test suite run on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("Set SECRET_KEY (or DEBUG=1 for a local run).")
+    SECRET_KEY = "relayops-insecure-local-only"
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_q",
+    "pipeline",
+    "dlq",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "relayops.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+WSGI_APPLICATION = "relayops.wsgi.application"
+
+# --- Database -----------------------------------------------------------------------------------
+SQLITE_PATH = Path(env.str("RELAYOPS_SQLITE_PATH", default=str(BASE_DIR / "var" / "relayops.sqlite3")))
+if "DATABASE_URL" in env:
+    DATABASES = {"default": env.db_url("DATABASE_URL")}
+else:
+    SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": SQLITE_PATH,
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Never enable Django's psycopg pool here: qcluster forks, and pooled sockets break across fork.
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+# --- RelayOps -----------------------------------------------------------------------------------
+RELAYOPS = {
+    # Lease length; workers heartbeat at a third of it.
+    "LEASE_SECONDS": env.float("RELAYOPS_LEASE_SECONDS", default=30.0),
+    # Published outbox rows are deleted after this window (the chapter's open question).
+    "OUTBOX_RETENTION_DAYS": env.float("RELAYOPS_OUTBOX_RETENTION_DAYS", default=7.0),
+    # The consumer remembers event ids this long; must be >= the outbox retention window.
+    "CONSUMER_DEDUPE_RETENTION_DAYS": env.float("RELAYOPS_CONSUMER_DEDUPE_RETENTION_DAYS", default=30.0),
+    # Reprocess rate limit per tenant.
+    "REPROCESS_LIMIT": env.int("RELAYOPS_REPROCESS_LIMIT", default=20),
+    "REPROCESS_WINDOW_SECONDS": env.int("RELAYOPS_REPROCESS_WINDOW_SECONDS", default=3600),
+    # Crash injection for real-process tests: "point:probability,..."; off by default.
+    "CRASH_POINTS": env.str("RELAYOPS_CRASH_POINTS", default=""),
+    "CRASH_POINTS_FORCE": env.bool("RELAYOPS_CRASH_POINTS_FORCE", default=False),
+}
+
+# --- django-q2: process host and transactional doorbell only (see docs/architecture.md) --------
+Q_CLUSTER = {
+    "name": "relayops",
+    "orm": "default",
+    "workers": env.int("RELAYOPS_Q_WORKERS", default=2),
+    "queue_limit": env.int("RELAYOPS_Q_WORKERS", default=2),
+    "bulk": 1,
+    "poll": 0.2,
+    "timeout": 90,
+    "retry": 120,
+    "ack_failures": True,
+    "max_attempts": 1,
+    "save_limit": 100,
+    "recycle": 200,
+    "catch_up": False,
+    "ALT_CLUSTERS": {},
+}
+
+# --- Logging: structured (structlog) -------------------------------------------------------------
+LOG_FORMAT = env.str("RELAYOPS_LOG_FORMAT", default="console")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "structured": {
+            "()": "structlog.stdlib.ProcessorFormatter",
+            "processor": "ext://relayops.logging.renderer",
+            "foreign_pre_chain": "ext://relayops.logging.pre_chain",
+        },
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django_q": {"level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING")}},
+}
