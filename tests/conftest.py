@@ -1,0 +1,47 @@
+"""Shared fixtures. Tests run on real PostgreSQL; see README for pointing them elsewhere."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from pipeline.clock import FrozenClock
+
+
+def pytest_configure(config):
+    import psycopg
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if not db["ENGINE"].endswith("postgresql"):
+        raise pytest.UsageError("RelayOps tests run on PostgreSQL: set DATABASE_URL=postgresql://...")
+    try:
+        psycopg.connect(
+            host=db["HOST"] or None, port=db["PORT"] or None, user=db["USER"] or None,
+            password=db["PASSWORD"] or None, dbname="postgres", connect_timeout=5,
+        ).close()
+    except psycopg.OperationalError as exc:
+        raise pytest.UsageError(
+            f"RelayOps tests need PostgreSQL at {db['HOST']}:{db['PORT']} and could not connect: "
+            f"{str(exc).strip().splitlines()[0]}\n"
+            "Start it (README, 'Services'), or point the tests at another server with\n"
+            "  DATABASE_URL=postgresql://USER:PASSWORD@HOST:PORT/relayops <the test command>"
+        ) from None
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock(dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.timezone.utc))
+
+
+INVOICE = (
+    "INVOICE NO: INV-{n}\nDATE: 2026-02-14\nVENDOR: Globex Supplies\nTOTAL: {total} EUR\n"
+)
+
+
+def invoice(n: int = 1, total: str = "120.50", **simulate) -> dict:
+    payload = {"text": INVOICE.format(n=n, total=total)}
+    if simulate:
+        payload["simulate"] = simulate
+    return payload
