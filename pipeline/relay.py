@@ -17,6 +17,7 @@ from relayops.logging import get_logger
 
 log = get_logger(__name__)
 DEFAULT_CLAIM_SECONDS = 30.0
+MAX_PUBLISH_ATTEMPTS = 20  # then the event is parked: pending, visible in the admin, no longer claimed
 
 
 class ConsumerPublisher:
@@ -66,6 +67,7 @@ def publish_pending(
     rows = sql.fetch(sql.CLAIM_EVENTS.format(skip_locked=sql.skip_locked()), {
         "token": sql.uuid_param(token), "now": sql.ts(now),
         "claimed_until": sql.ts(now + dt.timedelta(seconds=claim_seconds)), "limit": batch_size,
+        "max_attempts": MAX_PUBLISH_ATTEMPTS,
     })
     published: list[int] = []
     for row in sorted(rows, key=lambda r: r["id"]):

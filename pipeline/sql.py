@@ -86,13 +86,15 @@ RETURNING event_id
 """
 
 # Claim pending outbox rows for a short while, with a token: no transaction stays open across the
-# publish, and only the holder of a current claim may mark a row published.
+# publish, and only the holder of a current claim may mark a row published. A row that failed to
+# publish max_attempts times is parked (left pending, visible to operators), not retried forever.
 CLAIM_EVENTS = """
 UPDATE pipeline_outboxevent SET
     claim_token = %(token)s, claimed_until = %(claimed_until)s, publish_attempts = publish_attempts + 1
 WHERE id IN (
     SELECT id FROM pipeline_outboxevent
     WHERE published_at IS NULL AND (claimed_until IS NULL OR claimed_until < %(now)s)
+      AND publish_attempts < %(max_attempts)s
     ORDER BY id
     LIMIT %(limit)s
     {skip_locked}
