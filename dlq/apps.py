@@ -1,3 +1,5 @@
+"""The DLQ app: dead letters, audited reprocess."""
+
 from django.apps import AppConfig
 
 

@@ -1,3 +1,5 @@
+"""The pipeline app: jobs, leases, retry, outbox, relay, worker."""
+
 from django.apps import AppConfig
 
 
