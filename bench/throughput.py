@@ -1,0 +1,93 @@
+"""Hot-path throughput: claim + (result, outbox event, completion) per job, no-op extraction.
+
+Usage: ./run bench throughput [--jobs 4000] [--workers 2] [--db relayops_bench]
+Creates (or reuses) the benchmark database on the DATABASE_URL server, enqueues the jobs, then runs
+``--workers`` processes calling ``process_once`` until the queue is empty, and prints jobs/s and the
+ratio to the reference figures of issue 2 (pgbench with the same two transactions: ~2,800 tps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REFERENCES = {"pgbench, same two transactions": 2800, "lean psycopg loop": 1900, "Procrastinate": 340,
+              "django-q2 ORM broker": 200}
+
+
+def _setup_django(db: str) -> None:
+    base = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/relayops").rsplit("/", 1)[0]
+    os.environ["DATABASE_URL"] = f"{base}/{db}"
+    os.environ.setdefault("SECRET_KEY", "bench")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "relayops.settings")
+    import django
+
+    django.setup()
+
+
+def _noop_extractor(document, checkpoint):
+    return {"invoice_number": document.document_id, "issue_date": "2026-01-01", "vendor": "v",
+            "total": "1.00", "currency": "EUR"}
+
+
+def _worker(db: str, name: str, counts) -> None:
+    _setup_django(db)
+    from pipeline.worker import process_once
+
+    done = 0
+    while process_once(name, extractor=_noop_extractor).outcome != "idle":
+        done += 1
+    counts[name] = done
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=4000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--db", default="relayops_bench")
+    args = parser.parse_args()
+
+    import psycopg
+
+    base = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/relayops").rsplit("/", 1)[0]
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{args.db}"')
+    _setup_django(args.db)
+    from django.core.management import call_command
+    from django.db import connection
+
+    from pipeline import queue
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    for n in range(args.jobs):
+        queue.enqueue("bench", f"doc-{n}", 1, {"text": "x"})
+    enqueue_s = time.perf_counter() - started
+    print(f"enqueue: {args.jobs} jobs in {enqueue_s:.2f} s = {args.jobs / enqueue_s:,.0f} jobs/s (one process)")
+    connection.close()
+
+    counts = mp.Manager().dict()
+    procs = [mp.get_context("fork").Process(target=_worker, args=(args.db, f"w{i}", counts)) for i in range(args.workers)]
+    started = time.perf_counter()
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    elapsed = time.perf_counter() - started
+    total = sum(counts.values())
+    rate = total / elapsed
+    print(f"process: {total} jobs by {args.workers} workers in {elapsed:.2f} s = {rate:,.0f} jobs/s")
+    for name, figure in REFERENCES.items():
+        print(f"  ratio to {name} ({figure:,}/s): {rate / figure:.2f}")
+    print(f"  goal (issue 2): >= 0.50 of pgbench -> {'met' if rate >= 1400 else 'not met'}")
+
+
+if __name__ == "__main__":
+    main()
