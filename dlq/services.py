@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
 from dlq.models import AuditAction, AuditEntry, DeadLetter
@@ -35,10 +36,10 @@ class ReprocessOutcome:
     created: bool  # False: this dead letter was reprocessed before; the first new job is returned
 
 
-def _operator_identity(operator: object) -> tuple[str, object | None]:
+def _operator_identity(operator: object) -> tuple[str, AbstractBaseUser | None]:
     """An operator is an authenticated user or a non-empty identity string (scripts, commands)."""
-    if getattr(operator, "is_authenticated", False) and getattr(operator, "pk", None) is not None:
-        return operator.get_username(), operator  # type: ignore[attr-defined]
+    if isinstance(operator, AbstractBaseUser) and operator.is_authenticated and operator.pk is not None:
+        return operator.get_username(), operator
     if isinstance(operator, str) and operator.strip() and len(operator) <= 150 and operator.isprintable():
         return operator.strip(), None
     raise InvalidInputError("operator", "an operator identity (a user or a non-empty name) is required")
@@ -76,7 +77,8 @@ def reprocess_from_dlq(
             reprocessed_from=old, clock=clock,
         )
         entry = AuditEntry.objects.create(
-            at=now, action=AuditAction.REPROCESS, tenant=old.tenant, operator=name, operator_user=user,
-            reason=reason.strip(), dead_letter=dead, old_job=old, new_job=new_job,
+            at=now, action=AuditAction.REPROCESS, tenant=old.tenant, operator=name,
+            operator_user_id=user.pk if user else None, reason=reason.strip(), dead_letter=dead,
+            old_job=old, new_job=new_job,
         )
     return ReprocessOutcome(new_job, entry, created=True)

@@ -23,11 +23,11 @@ def ts(value: dt.datetime | None) -> Any:
     return connection.ops.adapt_datetimefield_value(value)
 
 
-def read_ts(value: Any) -> dt.datetime | None:
-    if value is None or isinstance(value, dt.datetime):
-        return value if value is None or value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-    parsed = parse_datetime(value)
-    assert parsed is not None, value
+def read_ts(value: Any) -> dt.datetime:
+    """A non-null datetime column read by raw SQL, as an aware UTC datetime."""
+    parsed = value if isinstance(value, dt.datetime) else parse_datetime(value)
+    if parsed is None:
+        raise ValueError(f"not a datetime: {value!r}")
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
 
 

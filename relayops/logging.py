@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import structlog
 
-pre_chain = [
+pre_chain: list[Any] = [
     structlog.stdlib.add_log_level,
     structlog.stdlib.add_logger_name,
     structlog.processors.TimeStamper(fmt="iso", utc=True),
