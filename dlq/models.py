@@ -61,3 +61,20 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.operator} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class ReprocessRefusal(models.Model):
+    """A reprocess the tenant's rate limit refused. Written after the refused transaction rolled back."""
+
+    at = models.DateTimeField()
+    tenant = models.CharField(max_length=33)
+    operator = models.CharField(max_length=150)
+    dead_letter = models.ForeignKey(DeadLetter, on_delete=models.PROTECT, related_name="reprocess_refusals")
+    retry_after_seconds = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["tenant", "at"], name="refusal_tenant_at")]
+
+    def __str__(self) -> str:
+        return f"refused for {self.operator} at {self.at:%Y-%m-%d %H:%M}"

@@ -9,10 +9,10 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
 from dlq.models import AuditAction, AuditEntry, DeadLetter
-from dlq.ratelimit import check_reprocess_allowed
+from dlq.ratelimit import check_reprocess_allowed, record_refusal
 from pipeline import queue
 from pipeline.clock import Clock, system_clock
-from pipeline.errors import InvalidInputError, NotReprocessableError
+from pipeline.errors import InvalidInputError, NotReprocessableError, ReprocessRateLimitedError
 from pipeline.models import Job
 from pipeline.reasons import DeadLetterReason, ErrorCode
 from pipeline.states import JobStatus
@@ -52,13 +52,25 @@ def reprocess_from_dlq(
 
     The dead job is never revived. A second reprocess of the same dead letter returns the first new
     job. Refused (NotReprocessableError) when the dead letter does not exist; cancelled jobs never
-    have one. Refused (ReprocessRateLimitedError) past the tenant's reprocess limit.
+    have one. Refused (ReprocessRateLimitedError) past the tenant's reprocess limit; the refusal
+    is recorded as a ReprocessRefusal.
     """
     name, user = _operator_identity(operator)
     if isinstance(dead_letter_id, bool) or not isinstance(dead_letter_id, int):
         raise InvalidInputError("dead_letter_id", "must be an int")
-    if not isinstance(reason, str) or len(reason) > MAX_REASON_LENGTH:
+    if not isinstance(reason, str) or len(reason) > MAX_REASON_LENGTH or "\x00" in reason:
         raise InvalidInputError("reason", f"must be a string of at most {MAX_REASON_LENGTH} characters")
+    try:
+        return _reprocess(dead_letter_id, name, user, reason, clock)
+    except ReprocessRateLimitedError as refused:
+        # The refused work rolled back; the refusal is counted after it, so it stays visible.
+        record_refusal(refused, dead_letter_id=dead_letter_id, operator=name, now=clock.now())
+        raise
+
+
+def _reprocess(
+    dead_letter_id: int, name: str, user: AbstractBaseUser | None, reason: str, clock: Clock
+) -> ReprocessOutcome:
     with transaction.atomic():
         dead = DeadLetter.objects.select_for_update().select_related("job").filter(pk=dead_letter_id).first()
         if dead is None:
