@@ -3,9 +3,12 @@
 ``ring`` runs inside the caller's transaction, so a wake-up exists exactly when the row that
 caused it committed: a PostgreSQL NOTIFY (delivered at commit) for drains that are listening, and,
 when the cluster is enabled, a django-q2 "kick" task that starts a drain if none is running.
+``Listener`` is the other end: a drain's own autocommit connection waiting on those NOTIFYs.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from django.db import connection
 
@@ -23,3 +26,44 @@ def ring(channel: str) -> None:
     from pipeline import kicks
 
     kicks.kick(channel)
+
+
+class Listener:
+    """LISTENs on ``channels`` on a dedicated autocommit connection (never Django's, never pooled).
+
+    Open it *before* looking for work: a NOTIFY committed after the LISTEN is never missed, and one
+    committed before it left a row that the first look finds.
+    """
+
+    def __init__(self, channels: Iterable[str]) -> None:
+        import psycopg
+
+        self.channels = tuple(channels)
+        unknown = set(self.channels) - set(CHANNELS)
+        if unknown:
+            raise ValueError(f"unknown doorbell channels {sorted(unknown)}")
+        params = connection.get_connection_params()
+        self._conn = psycopg.connect(**params, autocommit=True)
+        for channel in self.channels:
+            self._conn.execute(f'LISTEN "{channel}"')  # names are our constants, checked above
+
+    @classmethod
+    def open(cls, channels: Iterable[str]) -> "Listener | None":
+        """A listener on PostgreSQL; None elsewhere (SQLite has no NOTIFY: callers poll)."""
+        if connection.vendor != "postgresql":
+            return None
+        return cls(channels)
+
+    def wait(self, timeout: float) -> set[str]:
+        """Block up to ``timeout`` seconds for a wake-up; return the channels rung (empty on timeout).
+
+        Wake-ups already queued on the connection are all consumed, so a burst of NOTIFYs costs one
+        wake-up, not one per row.
+        """
+        rung = {n.channel for n in self._conn.notifies(timeout=max(timeout, 0.0), stop_after=1)}
+        if rung:
+            rung |= {n.channel for n in self._conn.notifies(timeout=0.0)}
+        return rung
+
+    def close(self) -> None:
+        self._conn.close()

@@ -179,3 +179,40 @@ class ConsumedEvent(models.Model):
             models.UniqueConstraint(fields=["consumer", "event_id"], name="consumed_once_per_consumer"),
         ]
         indexes = [models.Index(fields=["consumed_at"], name="consumed_at")]
+
+
+class DrainBeat(models.Model):
+    """A drain process's liveness: when it last looked for work, and when it last did some.
+
+    Written by the drains (pipeline.liveness), read by ``relayops_health`` and ``relayops_status``.
+    """
+
+    worker = models.CharField(max_length=200, unique=True)  # "node:pid", also the jobs' lease_owner
+    node = models.CharField(max_length=100)
+    started_at = models.DateTimeField()
+    beat_at = models.DateTimeField()
+    progress_at = models.DateTimeField(null=True, blank=True)  # last job run or event published
+
+    class Meta:
+        indexes = [models.Index(fields=["node", "beat_at"], name="drainbeat_node_beat")]
+
+    def __str__(self) -> str:
+        return self.worker
+
+
+class QueueDepthSample(models.Model):
+    """One tenant's queue depth at one instant, recorded each minute by the depth sampler."""
+
+    sampled_at = models.DateTimeField()
+    tenant = models.CharField(max_length=33)
+    queued = models.PositiveIntegerField()
+    leased = models.PositiveIntegerField()
+    due = models.PositiveIntegerField()  # claimable now: visible and attempts left
+    oldest_due_seconds = models.FloatField(null=True, blank=True)
+    outbox_pending = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["sampled_at"], name="depthsample_at"),
+            models.Index(fields=["tenant", "sampled_at"], name="depthsample_tenant_at"),
+        ]

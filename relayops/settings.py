@@ -6,6 +6,7 @@ newcomer needs no server; production and the test suite run on PostgreSQL.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import environ
@@ -100,19 +101,47 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 RELAYOPS = {
     # Lease length; workers heartbeat at a third of it.
     "LEASE_SECONDS": env.float("RELAYOPS_LEASE_SECONDS", default=30.0),
-    # Published outbox rows are deleted after this window (the chapter's open question).
+    # Published outbox rows are deleted after this window, in batches (docs/operations.md).
     "OUTBOX_RETENTION_DAYS": env.float("RELAYOPS_OUTBOX_RETENTION_DAYS", default=7.0),
-    # The consumer remembers event ids this long; must be >= the outbox retention window.
+    # The consumer remembers event ids this long; must be >= the outbox retention window (checked).
     "CONSUMER_DEDUPE_RETENTION_DAYS": env.float("RELAYOPS_CONSUMER_DEDUPE_RETENTION_DAYS", default=30.0),
+    "PRUNE_BATCH_SIZE": env.int("RELAYOPS_PRUNE_BATCH_SIZE", default=1000),
+    "PRUNE_MAX_BATCHES": env.int("RELAYOPS_PRUNE_MAX_BATCHES", default=20),
+    # Queue-depth samples (one row per tenant per minute) are kept this long.
+    "DEPTH_SAMPLE_RETENTION_DAYS": env.float("RELAYOPS_DEPTH_SAMPLE_RETENTION_DAYS", default=7.0),
     # Reprocess rate limit per tenant.
     "REPROCESS_LIMIT": env.int("RELAYOPS_REPROCESS_LIMIT", default=20),
     "REPROCESS_WINDOW_SECONDS": env.int("RELAYOPS_REPROCESS_WINDOW_SECONDS", default=3600),
     # Crash injection for real-process tests: "point:probability,..."; off by default.
     "CRASH_POINTS": env.str("RELAYOPS_CRASH_POINTS", default=""),
     "CRASH_POINTS_FORCE": env.bool("RELAYOPS_CRASH_POINTS_FORCE", default=False),
+    # This machine's name in lease owners ("node:pid"), drain beats and relayops_health.
+    "NODE_NAME": env.str("RELAYOPS_NODE_NAME", default=socket.gethostname())[:100],
+    # A drain runs this long, then hands over to a successor (must stay well under Q_CLUSTER timeout).
+    "DRAIN_SECONDS": env.float("RELAYOPS_DRAIN_SECONDS", default=20.0),
+    # Idle drains wait on LISTEN/NOTIFY; they also look at least this often (SQLite: the only wake-up).
+    "DRAIN_POLL_SECONDS": env.float("RELAYOPS_DRAIN_POLL_SECONDS", default=5.0),
+    "SQLITE_POLL_SECONDS": env.float("RELAYOPS_SQLITE_POLL_SECONDS", default=0.5),
+    # How long the relay holds a claimed outbox row before another relay may take it.
+    "OUTBOX_CLAIM_SECONDS": env.float("RELAYOPS_OUTBOX_CLAIM_SECONDS", default=30.0),
+    # On SIGTERM running jobs get this long to finish; then their leases are released (no attempt).
+    "SHUTDOWN_GRACE_SECONDS": env.float("RELAYOPS_SHUTDOWN_GRACE_SECONDS", default=25.0),
+    # django-q2 kick tasks; off makes kicks a no-op (tests that run no cluster may turn it off).
+    "KICKS": env.bool("RELAYOPS_KICKS", default=True),
+    # A kick is skipped while this many drain tasks already wait unstarted in the broker.
+    "KICK_COALESCE": env.int("RELAYOPS_KICK_COALESCE", default=env.int("RELAYOPS_Q_WORKERS", default=2)),
+    # relayops_health fails when due jobs saw no drain progress (or no drain lived) for this long.
+    "HEALTH_STALE_SECONDS": env.float("RELAYOPS_HEALTH_STALE_SECONDS", default=120.0),
 }
+if RELAYOPS["CRASH_POINTS"] and not DEBUG and not RELAYOPS["CRASH_POINTS_FORCE"]:
+    raise ImproperlyConfigured(
+        "RELAYOPS_CRASH_POINTS makes workers kill themselves: refused with DEBUG off. "
+        "Set RELAYOPS_CRASH_POINTS_FORCE=1 as well if you really mean it."
+    )
 
 # --- django-q2: process host and transactional doorbell only (see docs/architecture.md) --------
+# timeout > drain budget + the longest extraction a drain may start near its end; retry > timeout, so
+# the broker never redelivers a drain that is still running (a redelivered drain is harmless anyway).
 Q_CLUSTER = {
     "name": "relayops",
     "orm": "default",
@@ -120,8 +149,8 @@ Q_CLUSTER = {
     "queue_limit": env.int("RELAYOPS_Q_WORKERS", default=2),
     "bulk": 1,
     "poll": 0.2,
-    "timeout": 90,
-    "retry": 120,
+    "timeout": env.int("RELAYOPS_Q_TIMEOUT", default=330),
+    "retry": env.int("RELAYOPS_Q_RETRY", default=390),
     "ack_failures": True,
     "max_attempts": 1,
     "save_limit": 100,

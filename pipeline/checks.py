@@ -1,0 +1,55 @@
+"""System checks run at startup (every manage.py command, qcluster included): refuse unsafe settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+
+from pipeline.crash import CrashInjector
+from pipeline.errors import InvalidInputError
+from pipeline.pruner import check_retention
+
+
+@checks.register()
+def retention_windows(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The consumer's dedupe memory must outlive the outbox's retention (pipeline.pruner)."""
+    options = settings.RELAYOPS
+    try:
+        check_retention(options["OUTBOX_RETENTION_DAYS"], options["CONSUMER_DEDUPE_RETENTION_DAYS"])
+    except ImproperlyConfigured as exc:
+        return [checks.Error(str(exc), id="relayops.E001")]
+    return []
+
+
+@checks.register()
+def crash_points(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    spec = settings.RELAYOPS["CRASH_POINTS"]
+    if not spec:
+        return []
+    try:
+        CrashInjector.parse(spec, kill=True)
+    except InvalidInputError as exc:
+        return [checks.Error(f"RELAYOPS_CRASH_POINTS: {exc}", id="relayops.E002")]
+    return [checks.Warning(f"Crash injection is ON ({spec}): workers SIGKILL themselves.", id="relayops.W001")]
+
+
+@checks.register()
+def cluster_timing(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """django-q2 must never time out or redeliver a drain that is still within its budget."""
+    options, q = settings.RELAYOPS, settings.Q_CLUSTER
+    drain, grace = options["DRAIN_SECONDS"], options["SHUTDOWN_GRACE_SECONDS"]
+    timeout, retry = q.get("timeout"), q.get("retry", 60)
+    errors: list[checks.CheckMessage] = []
+    if timeout is not None and timeout <= drain + grace:
+        errors.append(checks.Error(
+            f"Q_CLUSTER timeout ({timeout}) must exceed RELAYOPS DRAIN_SECONDS + SHUTDOWN_GRACE_SECONDS "
+            f"({drain + grace:g}).", id="relayops.E003"))
+    if timeout is not None and retry <= timeout:
+        errors.append(checks.Error(f"Q_CLUSTER retry ({retry}) must exceed timeout ({timeout}).", id="relayops.E004"))
+    if settings.DATABASES["default"].get("OPTIONS", {}).get("pool"):
+        errors.append(checks.Error("Django's psycopg pool breaks qcluster after fork: remove OPTIONS['pool'].",
+                                   id="relayops.E005"))
+    return errors

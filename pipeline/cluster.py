@@ -1,0 +1,149 @@
+"""Glue between django-q2's process tree and RelayOps (installed by PipelineConfig.ready()).
+
+django-q2 gives running tasks no stop signal: on SIGTERM the sentinel stops its pusher and queues one
+STOP pill per worker behind the tasks already prefetched, then waits for the workers. So:
+
+- every worker, when spawned (``post_spawn``), installs the stop handlers of pipeline.shutdown and
+  kicks one drain, so each worker soon hosts a parked drain;
+- ``Sentinel.stop`` is wrapped to send SIGUSR1 (stop) to its live workers *before* the original
+  stop runs: parked drains return at once, running jobs get the grace period, and prefetched drains
+  return immediately, so the STOP pills are reached quickly;
+- ``Cluster.sig_handler`` is wrapped so a second SIGTERM/SIGINT to the main process makes the sentinel
+  forward SIGUSR2 (hurry) to the workers: running jobs are interrupted and their leases released;
+- ``Sentinel.start`` is wrapped to create the sweeper schedule and log loudly if crashes are injected.
+
+The wrappers call the originals unchanged; nothing in django-q2's own files is edited.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+from types import FrameType
+from typing import Any, Callable
+
+from relayops.logging import get_logger
+
+log = get_logger(__name__)
+
+SWEEPER_NAME = "relayops-sweeper"
+SWEEPER_FUNC = "pipeline.tasks.sweep"
+
+_sentinel: Any = None
+_sentinel_pid: int | None = None
+
+
+def install() -> None:
+    from django_q import cluster
+    from django_q.signals import post_spawn
+
+    post_spawn.connect(on_worker_spawn, dispatch_uid="relayops-worker-spawn")
+    _wrap(cluster.Cluster, "__init__", _cluster_init)
+    _wrap(cluster.Cluster, "sig_handler", _cluster_signal)
+    _wrap(cluster.Sentinel, "start", _sentinel_start)
+    _wrap(cluster.Sentinel, "stop", _sentinel_stop)
+
+
+def _wrap(cls: type, name: str, wrapper: Callable[..., Any]) -> None:
+    original = getattr(cls, name)
+    if getattr(original, "__relayops__", False):
+        return  # ready() ran twice (tests): wrap once
+
+    @functools.wraps(original)
+    def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return wrapper(original, self, *args, **kwargs)
+
+    wrapped.__relayops__ = True  # type: ignore[attr-defined]
+    setattr(cls, name, wrapped)
+
+
+def _cluster_init(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> None:
+    original(self, *args, **kwargs)
+    # The sentinel, pusher, monitor and workers inherit these until they install their own: a stray
+    # stop or hurry signal must never kill a process that has no handler yet.
+    from pipeline.shutdown import HURRY_SIGNAL, STOP_SIGNAL
+
+    signal.signal(STOP_SIGNAL, signal.SIG_IGN)
+    signal.signal(HURRY_SIGNAL, signal.SIG_IGN)
+
+
+def _cluster_signal(original: Callable[..., Any], self: Any, signum: int, frame: FrameType | None) -> None:
+    from pipeline.shutdown import HURRY_SIGNAL
+
+    if getattr(self, "_relayops_stopping", False):
+        log.warning("cluster.stop_now", signal=signal.Signals(signum).name)
+        if self.sentinel is not None and self.sentinel.is_alive():
+            os.kill(self.sentinel.pid, HURRY_SIGNAL)
+        return
+    self._relayops_stopping = True
+    log.info("cluster.stopping", signal=signal.Signals(signum).name)
+    original(self, signum, frame)
+
+
+def _sentinel_start(original: Callable[..., Any], self: Any) -> None:
+    global _sentinel, _sentinel_pid
+    from pipeline.shutdown import HURRY_SIGNAL
+
+    _sentinel, _sentinel_pid = self, os.getpid()
+    signal.signal(HURRY_SIGNAL, _forward_hurry)
+    _announce_crash_injection()
+    try:
+        ensure_sweeper_schedule()
+    except Exception as exc:  # the drains work without it; relayops_health reports a stuck cluster
+        log.error("cluster.sweeper_schedule_failed", error_type=type(exc).__name__)
+    original(self)
+
+
+def _forward_hurry(signum: int, frame: FrameType | None) -> None:
+    if os.getpid() != _sentinel_pid:
+        return  # inherited by a child that has not installed its own handler yet
+    for process in list(_sentinel.pool):
+        if process.is_alive():
+            os.kill(process.pid, signum)
+
+
+def _sentinel_stop(original: Callable[..., Any], self: Any) -> None:
+    from pipeline.shutdown import STOP_SIGNAL
+
+    for process in list(self.pool):
+        if process.is_alive():
+            os.kill(process.pid, STOP_SIGNAL)
+    original(self)
+
+
+def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
+    """In each new worker: stop handlers, then one drain kick so the worker soon hosts a drain."""
+    from pipeline import kicks
+    from pipeline.shutdown import install_worker_handlers
+
+    install_worker_handlers()
+    try:
+        kicks.kick_drain()
+    except Exception as exc:  # the sweeper will kick later
+        log.error("worker.kick_failed", error_type=type(exc).__name__)
+
+
+def _announce_crash_injection() -> None:
+    from django.conf import settings
+
+    spec = settings.RELAYOPS["CRASH_POINTS"]
+    if spec:
+        log.critical(
+            "CRASH INJECTION ENABLED: workers and the relay will SIGKILL themselves",
+            crash_points=spec, debug=settings.DEBUG, forced=settings.RELAYOPS["CRASH_POINTS_FORCE"],
+        )
+
+
+def ensure_sweeper_schedule() -> None:
+    """Create the once-a-minute sweeper schedule unless it exists (idempotent; several nodes may race,
+    and the extra rows are removed)."""
+    from django_q.models import Schedule
+
+    existing = Schedule.objects.filter(name=SWEEPER_NAME).order_by("pk")
+    if not existing.exists():
+        Schedule.objects.create(
+            name=SWEEPER_NAME, func=SWEEPER_FUNC, schedule_type=Schedule.MINUTES, minutes=1, repeats=-1,
+        )
+    keep = existing.values_list("pk", flat=True).first()
+    Schedule.objects.filter(name=SWEEPER_NAME).exclude(pk=keep).delete()

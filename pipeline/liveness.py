@@ -1,0 +1,79 @@
+"""Drain liveness: drains record when they last looked for work and did some; ``relayops_health`` reads it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max, Min
+
+from pipeline.models import DrainBeat, Job
+from pipeline.states import LIVE_STATUSES, JobStatus
+
+BEAT_RETENTION = dt.timedelta(days=1)
+
+
+def node_name() -> str:
+    return settings.RELAYOPS["NODE_NAME"]
+
+
+def worker_id() -> str:
+    """This process's identity as a lease owner: ``node:pid`` (tests find a job's process by it)."""
+    return f"{node_name()}:{os.getpid()}"
+
+
+def beat(worker: str, now: dt.datetime, *, progress: bool) -> None:
+    """Record that ``worker`` looked for work at ``now`` (and did some, if ``progress``)."""
+    fields = {"beat_at": now, **({"progress_at": now} if progress else {})}
+    if DrainBeat.objects.filter(worker=worker).update(**fields):
+        return
+    try:
+        with transaction.atomic():
+            DrainBeat.objects.create(
+                worker=worker, node=worker.rsplit(":", 1)[0], started_at=now, beat_at=now,
+                progress_at=now if progress else None,
+            )
+    except IntegrityError:  # created concurrently by the same name: a recycled pid; just update
+        DrainBeat.objects.filter(worker=worker).update(**fields)
+
+
+def prune(now: dt.datetime) -> int:
+    """Forget processes that have not beaten for a day (pids of recycled or stopped workers)."""
+    deleted, _ = DrainBeat.objects.filter(beat_at__lt=now - BEAT_RETENTION).delete()
+    return deleted
+
+
+def oldest_due(now: dt.datetime) -> dt.datetime | None:
+    """When the longest-waiting claimable job became claimable (None: nothing is due)."""
+    return Job.objects.filter(
+        status__in=LIVE_STATUSES, visible_at__lte=now, attempt__lt=F("max_attempts")
+    ).aggregate(at=Min("visible_at"))["at"]
+
+
+@dataclass(frozen=True)
+class Health:
+    healthy: bool
+    reason: str
+
+
+def assess(now: dt.datetime, *, node: str | None, stale_seconds: float) -> Health:
+    """Unhealthy when no drain of ``node`` (None: any node) lived for ``stale_seconds``, or when jobs
+    have been due that long and none of its drains made progress meanwhile (a wedged cluster)."""
+    stale = now - dt.timedelta(seconds=stale_seconds)
+    beats = DrainBeat.objects.all() if node is None else DrainBeat.objects.filter(node=node)
+    last = beats.aggregate(beat=Max("beat_at"), progress=Max("progress_at"))
+    busy = Job.objects.filter(status=JobStatus.LEASED, lease_until__gt=now)  # a long job heartbeats
+    if node is not None:
+        busy = busy.filter(lease_owner__startswith=f"{node}:")
+    where = f"node {node}" if node else "any node"
+    if not (last["beat"] and last["beat"] >= stale) and not busy.exists():
+        return Health(False, f"no drain on {where} looked for work in the last {stale_seconds:.0f} s")
+    due_since = oldest_due(now)
+    if due_since is not None and due_since < stale and not (last["progress"] and last["progress"] >= stale):
+        waited = (now - due_since).total_seconds()
+        return Health(False, f"jobs due for {waited:.0f} s and no drain on {where} made progress "
+                             f"in the last {stale_seconds:.0f} s")
+    return Health(True, f"drains on {where} are alive and keeping up")

@@ -1,0 +1,134 @@
+"""Graceful stop inside a django-q2 worker: stop taking jobs, finish within a grace period, then release.
+
+django-q2 tells running tasks nothing when the cluster stops, so ``pipeline.cluster`` makes the
+sentinel signal its workers first. In a worker:
+
+- SIGUSR1 (stop): drains take no new job and exit; a running job may finish for
+  ``SHUTDOWN_GRACE_SECONDS``, after which the worker hurries itself.
+- SIGUSR2 (hurry; also a second SIGTERM to qcluster): ``ShutdownInterrupt`` is raised in the running
+  drain, which releases its leases (``queue.release``: back to queued, no attempt counted).
+
+SIGTERM keeps its default in workers: the sentinel relies on it to end a worker past its timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from types import FrameType
+
+from django.db import connection
+
+from pipeline import queue
+from pipeline.errors import StaleLeaseError
+from pipeline.models import Job
+from pipeline.states import JobStatus
+from relayops.logging import get_logger
+
+log = get_logger(__name__)
+
+STOP_SIGNAL = signal.SIGUSR1
+HURRY_SIGNAL = signal.SIGUSR2
+
+
+class ShutdownInterrupt(BaseException):
+    """The cluster stops now: abandon the running job; its lease is released, not failed.
+
+    A BaseException, like django-q2's TimeoutException, so no ``except Exception`` in a job absorbs it.
+    """
+
+
+class StopState:
+    """This process's view of a stop. Signal handlers write it; drains read it."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.hurried = threading.Event()
+        self.in_drain = False  # a drain runs in this process's main thread: hurry may interrupt it
+        self._interrupted = False
+        self._timer: threading.Timer | None = None
+
+    def request_stop(self, grace_seconds: float) -> None:
+        if self.requested.is_set():
+            return
+        self.requested.set()
+        self._timer = threading.Timer(grace_seconds, os.kill, (os.getpid(), HURRY_SIGNAL))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def hurry(self) -> None:
+        """Called in the main thread (a signal handler): interrupt the running drain, once."""
+        self.requested.set()
+        self.hurried.set()
+        if self.in_drain and not self._interrupted:
+            self._interrupted = True
+            raise ShutdownInterrupt()
+
+    def reset(self) -> None:
+        """Forget a stop (tests only: a worker process never un-stops)."""
+        if self._timer is not None:
+            self._timer.cancel()
+        self.requested.clear()
+        self.hurried.clear()
+        self.in_drain = False
+        self._interrupted = False
+        self._timer = None
+
+
+STATE = StopState()
+
+
+def _on_stop(signum: int, frame: FrameType | None) -> None:
+    from django.conf import settings
+
+    log.info("worker.stop_requested", pid=os.getpid(), grace_seconds=settings.RELAYOPS["SHUTDOWN_GRACE_SECONDS"])
+    STATE.request_stop(settings.RELAYOPS["SHUTDOWN_GRACE_SECONDS"])
+
+
+def _on_hurry(signum: int, frame: FrameType | None) -> None:
+    STATE.hurry()
+
+
+def install_worker_handlers() -> None:
+    signal.signal(STOP_SIGNAL, _on_stop)
+    signal.signal(HURRY_SIGNAL, _on_hurry)
+
+
+def release_held(worker_id: str) -> int:
+    """Release every job ``worker_id`` still leases, without counting the attempt; returns how many.
+
+    Runs in a fresh thread, hence on a fresh connection: the interrupted one may be mid-transaction.
+    Each release is the guarded ``queue.release``; a lease lost meanwhile is simply skipped.
+    """
+    released: list[int] = []
+
+    def run() -> None:
+        try:
+            for job in Job.objects.filter(status=JobStatus.LEASED, lease_owner=worker_id):
+                try:
+                    queue.release(_lease_of(job))
+                except StaleLeaseError:
+                    continue
+                released.append(job.pk)
+        except Exception as exc:  # the database is gone too: the leases will expire instead
+            log.error("worker.release_failed", worker=worker_id, error_type=type(exc).__name__)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, name="release-held")
+    thread.start()
+    thread.join()
+    if released:
+        log.warning("worker.leases_released", worker=worker_id, jobs=released)
+    return len(released)
+
+
+def _lease_of(job: Job) -> queue.Lease:
+    assert job.lease_until is not None
+    return queue.Lease(
+        job_id=job.pk, fence=job.fence, lease_until=job.lease_until, worker_id=job.lease_owner,
+        attempt=job.attempt, max_attempts=job.max_attempts, tenant=job.tenant, document_id=job.document_id,
+        operation_version=job.operation_version, idempotency_key=job.idempotency_key, payload=job.payload,
+        payload_hash=job.payload_hash, deadline_at=job.deadline_at,
+    )
