@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "django_q",
     "pipeline",
     "dlq",
+    "tenancy",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,62 @@
+"""The two roles as groups and their permissions; created by migration 0002_roles, restorable by ``ensure_roles``.
+
+Operators view every pipeline and DLQ row of their tenants, reprocess dead letters and decide reviews.
+Auditors view the same rows and act on nothing. A change to ROLES needs a new migration that depends on
+the models it names and calls ``ensure_roles``: 0002 runs with whatever ROLES says when it runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps as django_apps
+
+VIEW = (
+    ("pipeline", "view_job"),
+    ("pipeline", "view_result"),
+    ("pipeline", "view_review"),
+    ("pipeline", "view_outboxevent"),
+    ("dlq", "view_deadletter"),
+    ("dlq", "view_auditentry"),
+    ("dlq", "view_reprocessrefusal"),
+)
+OPERATORS = "Operators"
+AUDITORS = "Auditors"
+ROLES: dict[str, tuple[tuple[str, str], ...]] = {
+    OPERATORS: VIEW + (("dlq", "reprocess_deadletter"), ("pipeline", "decide_review")),
+    AUDITORS: VIEW,
+}
+
+
+def _ensure_permissions(apps: Any) -> None:
+    """Permissions come from a post_migrate signal, after every migration: make them exist now."""
+    from django.contrib.auth.management import create_permissions
+    from django.contrib.contenttypes.management import create_contenttypes
+
+    for label in ("pipeline", "dlq"):
+        app_config = apps.get_app_config(label)
+        models_module = getattr(app_config, "models_module", None)
+        app_config.models_module = models_module or True  # a migration's app registry has none
+        try:
+            create_contenttypes(app_config, apps=apps, verbosity=0)
+            create_permissions(app_config, apps=apps, verbosity=0)
+        finally:
+            app_config.models_module = models_module
+
+
+def ensure_roles(apps: Any = django_apps) -> dict[str, Any]:
+    """Create the role groups if missing and give each exactly its permissions; returns them by name.
+
+    ``apps`` is a migration's historical registry, or the live one (the default).
+    """
+    _ensure_permissions(apps)
+    Group = apps.get_model("auth", "Group")
+    Permission = apps.get_model("auth", "Permission")
+    groups = {}
+    for name, codenames in ROLES.items():
+        group, _ = Group.objects.get_or_create(name=name)
+        group.permissions.set(
+            [Permission.objects.get(content_type__app_label=app, codename=codename) for app, codename in codenames]
+        )
+        groups[name] = group
+    return groups
