@@ -1,4 +1,8 @@
-"""Rows for admin and browser tests, made through the services (never by writing pipeline rows directly)."""
+"""Rows for admin and browser tests, made through the services (never by writing pipeline rows directly).
+
+``dead_letter`` and ``succeeded`` run the worker once: make them before anything leaves a job queued
+(a reprocess does), or the worker takes that job instead.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,12 @@ import datetime as dt
 
 from django.contrib.auth import get_user_model
 
-from dlq.models import DeadLetter
+from typing import Any
+
+from dlq.models import AuditEntry, DeadLetter, ReprocessRefusal
 from pipeline import queue, relay
 from pipeline.clock import Clock, FrozenClock, system_clock
-from pipeline.models import Job
+from pipeline.models import Attempt, Job, OutboxEvent, Result, Review
 from pipeline.worker import process_once
 from tenancy.services import Role, create_member
 from tests.conftest import invoice
@@ -36,7 +42,7 @@ def ago(**delta: float) -> FrozenClock:
 def dead_letter(tenant: str, document_id: str, *, clock: Clock = system_clock) -> DeadLetter:
     job, _ = queue.enqueue(tenant, document_id, 1, UNREADABLE, clock=clock)
     outcome = process_once("w-test", clock=clock)
-    assert (outcome.outcome, outcome.job_id) == ("dead_lettered", job.pk)
+    assert (outcome.outcome, outcome.job_id) == ("dead_lettered", job.pk), "another job was claimable first"
     return DeadLetter.objects.select_related("job").get(job=job)
 
 
@@ -44,7 +50,7 @@ def succeeded(tenant: str, document_id: str, *, publish: bool = True, clock: Clo
     """A committed job; published (so its review exists) unless ``publish`` is False."""
     job, _ = queue.enqueue(tenant, document_id, 1, invoice(), clock=clock)
     outcome = process_once("w-test", clock=clock)
-    assert (outcome.outcome, outcome.job_id) == ("committed", job.pk)
+    assert (outcome.outcome, outcome.job_id) == ("committed", job.pk), "another job was claimable first"
     if publish:
         relay.publish_pending(clock=clock)
     return Job.objects.get(pk=job.pk)
@@ -52,3 +58,9 @@ def succeeded(tenant: str, document_id: str, *, publish: bool = True, clock: Clo
 
 def queued(tenant: str, document_id: str, *, clock: Clock = system_clock) -> Job:
     return queue.enqueue(tenant, document_id, 1, invoice(), clock=clock)[0]
+
+
+def snapshot() -> dict[str, list[dict[str, Any]]]:
+    """Every row of every pipeline and DLQ table, to assert that a refused request changed nothing."""
+    models = (Job, Attempt, Result, OutboxEvent, Review, DeadLetter, AuditEntry, ReprocessRefusal)
+    return {model.__name__: list(model.objects.order_by("pk").values()) for model in models}

@@ -1,0 +1,260 @@
+"""The pipeline's admin: jobs, results, outbox events and reviews, read-only, plus the document timeline.
+
+Lists select their related rows up front (the query count does not grow with the rows shown) and
+never show payloads, results' data or events' payloads. Review decisions go through pipeline.reviews.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from pipeline.models import Job, OutboxEvent, Result, Review, ReviewStatus
+from pipeline.reviews import decide_review, with_wait
+from pipeline.timeline import document_timeline, format_duration
+from tenancy.admin import PipelineRowAdmin, TenantFilter
+
+AGE_BUCKETS = {
+    "1h": ("less than an hour", dt.timedelta(0), dt.timedelta(hours=1)),
+    "1d": ("1 hour to 1 day", dt.timedelta(hours=1), dt.timedelta(days=1)),
+    "7d": ("1 to 7 days", dt.timedelta(days=1), dt.timedelta(days=7)),
+    "old": ("older than 7 days", dt.timedelta(days=7), None),
+}
+
+
+class AgeFilter(admin.SimpleListFilter):
+    """Age buckets on the admin's ``age_field``: a range on an indexed timestamp, never a computation."""
+
+    title = "age"
+    parameter_name = "age"
+
+    def __init__(self, request: HttpRequest, params: Any, model: Any, model_admin: Any) -> None:
+        self.field = getattr(model_admin, "age_field", "created_at")
+        super().__init__(request, params, model, model_admin)
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(key, label) for key, (label, _, _) in AGE_BUCKETS.items()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() not in AGE_BUCKETS:
+            return queryset
+        _, younger, older = AGE_BUCKETS[str(self.value())]
+        now = timezone.now()
+        queryset = queryset.filter(**{f"{self.field}__lte": now - younger})
+        return queryset.filter(**{f"{self.field}__gt": now - older}) if older else queryset
+
+
+def age_of(since: dt.datetime | None) -> str:
+    return format_duration(timezone.now() - since) if since else "-"
+
+
+def timeline_link(job_id: int) -> str:
+    return format_html('<a href="{}">timeline</a>', reverse("admin:pipeline_job_timeline", args=[job_id]))
+
+
+def job_link(job: Job) -> str:
+    url = reverse("admin:pipeline_job_change", args=[job.pk])
+    return format_html('<a href="{}">v{}</a>', url, job.operation_version)
+
+
+JOB_FIELDS = (
+    "idempotency_key", "tenant", "document_id", "operation_version", "status", "attempt", "max_attempts",
+    "created_at", "visible_at", "leased_at", "lease_until", "deadline_at", "lease_owner", "fence",
+    "last_error_code", "finished_at", "reprocessed_from", "payload_hash", "timeline",
+)
+
+
+@admin.register(Job)
+class JobAdmin(PipelineRowAdmin):
+    list_display = [
+        "idempotency_key", "tenant", "document_id", "version", "status", "attempts", "age", "lease_owner",
+        "lease_until", "timeline",
+    ]
+    list_filter = [TenantFilter, "status", AgeFilter]
+    search_fields = ["=idempotency_key", "=document_id"]
+    search_help_text = "An exact idempotency key (tenant:document:vN), document id, or tenant:document."
+    exact_search_fields = ["idempotency_key", "document_id"]
+    document_field = "document_id"
+    ordering = ["-id"]
+    actions = None
+    fields = JOB_FIELDS
+    readonly_fields = JOB_FIELDS
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
+        return super().get_queryset(request).defer("payload")
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.timeline_view)
+        return [path("<path:object_id>/timeline/", view, name="pipeline_job_timeline"), *super().get_urls()]
+
+    def timeline_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Everything that happened to this job's document, every version, in time order."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        job = self.get_object(request, unquote(object_id))  # another tenant's job: 404
+        context = {
+            **self.admin_site.each_context(request), "opts": self.opts, "job": job,
+            "title": f"Timeline of {job.tenant}:{job.document_id}",
+            "timeline": document_timeline(job.tenant, job.document_id),
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "admin/pipeline/job/timeline.html", context)
+
+    @admin.display(description="version", ordering="operation_version")
+    def version(self, job: Job) -> str:
+        return f"v{job.operation_version}"
+
+    @admin.display(description="attempt")
+    def attempts(self, job: Job) -> str:
+        return f"{job.attempt}/{job.max_attempts}"
+
+    @admin.display(description="age", ordering="created_at")
+    def age(self, job: Job) -> str:
+        return age_of(job.created_at)
+
+    @admin.display(description="timeline")
+    def timeline(self, job: Job) -> str:
+        return timeline_link(job.pk)
+
+
+@admin.register(Result)
+class ResultAdmin(PipelineRowAdmin):
+    """Results are shown by key, fence and time; their extracted data is document content and is not."""
+
+    list_display = ["idempotency_key", "tenant", "version", "fence", "created_at", "timeline"]
+    list_filter = [TenantFilter, AgeFilter]
+    list_select_related = ["job"]
+    search_fields = ["=idempotency_key"]
+    exact_search_fields = ["idempotency_key"]
+    ordering = ["-id"]
+    actions = None
+    fields = readonly_fields = ("idempotency_key", "tenant", "job", "fence", "payload_hash", "created_at", "timeline")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Result]:
+        return super().get_queryset(request).defer("data", "job__payload")
+
+    @admin.display(description="version")
+    def version(self, result: Result) -> str:
+        return job_link(result.job)
+
+    @admin.display(description="timeline")
+    def timeline(self, result: Result) -> str:
+        return timeline_link(result.job_id)
+
+
+class PublishedFilter(admin.SimpleListFilter):
+    """Pending or published: each served by its partial index."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("pending", "pending"), ("published", "published")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in ("pending", "published"):
+            return queryset.filter(published_at__isnull=self.value() == "pending")
+        return queryset
+
+
+@admin.register(OutboxEvent)
+class OutboxEventAdmin(PipelineRowAdmin):
+    list_display = ["idempotency_key", "tenant", "topic", "created_at", "published_at", "publish_attempts", "age"]
+    list_filter = [PublishedFilter, TenantFilter]
+    search_fields = ["=idempotency_key"]
+    exact_search_fields = ["idempotency_key"]
+    ordering = ["-id"]
+    actions = None
+    fields = readonly_fields = (
+        "event_id", "topic", "idempotency_key", "tenant", "created_at", "published_at", "publish_attempts",
+        "claimed_until",
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[OutboxEvent]:
+        return super().get_queryset(request).defer("payload")
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        oldest = (
+            self.get_queryset(request).filter(published_at__isnull=True).order_by("id")
+            .values_list("created_at", flat=True).first()
+        )
+        extra = {"oldest_pending_age": age_of(oldest) if oldest else None, **(extra_context or {})}
+        return super().changelist_view(request, extra)
+
+    @admin.display(description="age", ordering="created_at")
+    def age(self, event: OutboxEvent) -> str:
+        return age_of(event.created_at)
+
+
+@admin.register(Review)
+class ReviewAdmin(PipelineRowAdmin):
+    list_display = [
+        "idempotency_key", "tenant", "document_id", "version", "status", "created_at", "decided_at", "decided_by",
+        "wait", "timeline",
+    ]
+    list_filter = [TenantFilter, "status", AgeFilter]
+    list_select_related = ["job", "decided_by"]
+    search_fields = ["=idempotency_key", "=document_id"]
+    exact_search_fields = ["idempotency_key", "document_id"]
+    document_field = "document_id"
+    ordering = ["-id"]
+    actions = ["approve", "reject"]
+    fields = readonly_fields = (
+        "idempotency_key", "tenant", "document_id", "job", "event_id", "status", "created_at", "decided_at",
+        "decided_by", "wait", "timeline",
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Review]:
+        return with_wait(super().get_queryset(request).defer("job__payload"))
+
+    def has_decide_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("pipeline.decide_review")
+
+    @admin.action(description="Approve selected reviews", permissions=["decide"])
+    def approve(self, request: HttpRequest, queryset: QuerySet[Review]) -> HttpResponse | None:
+        return self._decide(request, queryset, ReviewStatus.APPROVED)
+
+    @admin.action(description="Reject selected reviews", permissions=["decide"])
+    def reject(self, request: HttpRequest, queryset: QuerySet[Review]) -> HttpResponse | None:
+        return self._decide(request, queryset, ReviewStatus.REJECTED)
+
+    def _decide(self, request: HttpRequest, queryset: QuerySet[Review], decision: ReviewStatus) -> HttpResponse | None:
+        if not self.has_decide_permission(request):  # re-checked on the confirming POST
+            raise PermissionDenied
+        verb = "approve" if decision == ReviewStatus.APPROVED else "reject"
+        confirmed = self.confirm_action(
+            request, queryset, action=verb, title=f"{verb.capitalize()} reviews",
+            template="admin/pipeline/review/decide_confirmation.html",
+        )
+        if isinstance(confirmed, HttpResponse) or confirmed is None:
+            return confirmed
+        chosen = list(queryset.values_list("pk", flat=True))
+        decided = sum(decide_review(pk, decision, request.user) for pk in chosen)
+        total = len(chosen)
+        self.message_user(request, f"{decision.label}: {decided} review(s).", messages.SUCCESS)
+        if total > decided:
+            self.message_user(request, f"{total - decided} review(s) were already decided and kept their decision.",
+                              messages.WARNING)
+        return None
+
+    @admin.display(description="version")
+    def version(self, review: Review) -> str:
+        return job_link(review.job)
+
+    @admin.display(description="wait", ordering="wait")
+    def wait(self, review: Any) -> str:
+        return format_duration(review.wait) if review.wait is not None else "-"
+
+    @admin.display(description="timeline")
+    def timeline(self, review: Review) -> str:
+        return timeline_link(review.job_id)

@@ -1,0 +1,163 @@
+"""A document's history, in time order: versions, leases, crashes, commits, events, reviews, the DLQ.
+
+Built from the rows themselves (one query per table, whatever the history's length). It never reads
+document content, payloads or result data: only what happened, when, and who decided.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from dlq.models import AuditEntry, DeadLetter, ReprocessRefusal
+from pipeline.models import Attempt, Job, OutboxEvent, Result, Review, ReviewStatus
+from pipeline.outbox import RESULT_TOPIC
+from pipeline.reasons import ErrorCode
+from pipeline.states import JobStatus
+
+# Same-instant entries read in causal order.
+ORDER = [
+    "enqueued", "leased", "attempt_ended", "committed", "event", "finished", "dead_lettered",
+    "published", "handed_off", "decided", "refused", "reprocessed",
+]
+
+
+@dataclass(frozen=True)
+class Entry:
+    at: dt.datetime
+    kind: str  # one of ORDER
+    version: int
+    title: str
+    detail: str = ""
+    warning: bool = False  # a crash, a failure, a refusal: what an auditor looks for
+    link: str = ""  # an admin URL name (e.g. "admin:pipeline_job_change") ...
+    link_pk: int | None = None  # ... and the object it points at
+
+    @property
+    def sort_key(self) -> tuple[dt.datetime, int, int]:
+        return (self.at, ORDER.index(self.kind), self.version)
+
+
+@dataclass(frozen=True)
+class DocumentTimeline:
+    tenant: str
+    document_id: str
+    versions: list[Job]  # oldest version first; payloads deferred
+    entries: list[Entry]
+
+
+def _job_entries(job: Job) -> list[Entry]:
+    v = job.operation_version
+    origin = f"reprocess of v{v - 1}" if job.reprocessed_from_id else "new document"
+    entries = [Entry(job.created_at, "enqueued", v, f"Version {v} enqueued", f"{origin}; up to {job.max_attempts} attempts",
+                     link="admin:pipeline_job_change", link_pk=job.pk)]
+    if job.finished_at and job.status == JobStatus.SUCCEEDED:
+        entries.append(Entry(job.finished_at, "finished", v, "Succeeded", f"after {job.attempt} attempt(s)"))
+    elif job.finished_at and job.status == JobStatus.CANCELLED:
+        entries.append(Entry(job.finished_at, "finished", v, "Cancelled", job.last_error_code, warning=True))
+    return entries
+
+
+def _attempt_entries(attempt: Attempt, job: Job) -> list[Entry]:
+    v = job.operation_version
+    detail = f"attempt {attempt.attempt} of {job.max_attempts}, fence {attempt.fence}, worker {attempt.worker}"
+    if attempt.ended_at is None and job.status == JobStatus.LEASED and job.fence == attempt.fence:
+        detail += f"; lease held until {job.lease_until:%Y-%m-%d %H:%M:%S}"
+    entries = [Entry(attempt.leased_at, "leased", v, f"Leased (fence {attempt.fence})", detail)]
+    if attempt.ended_at is None:
+        return entries
+    code = attempt.error_code
+    if code == ErrorCode.LEASE_EXPIRED:
+        title, note = "Lease expired: worker crashed or stalled", "no heartbeat before the lease ran out"
+    elif code == ErrorCode.SHUTDOWN:
+        title, note = "Released on shutdown", "the attempt is not counted"
+    else:
+        title, note = f"Attempt failed: {code or 'unclassified'}", ""
+    detail = f"attempt {attempt.attempt}, fence {attempt.fence}" + (f"; {note}" if note else "")
+    entries.append(Entry(attempt.ended_at, "attempt_ended", v, title, detail, warning=code != ErrorCode.SHUTDOWN))
+    return entries
+
+
+def _outcome_entries(
+    jobs: list[Job], results: list[Result], events: list[OutboxEvent], reviews: list[Review]
+) -> list[Entry]:
+    versions = {j.pk: j.operation_version for j in jobs}
+    by_key = {j.idempotency_key: j.operation_version for j in jobs}
+    entries = [
+        Entry(r.created_at, "committed", versions[r.job_id], "Result committed", f"with fence {r.fence}")
+        for r in results
+    ]
+    for e in events:
+        v = by_key.get(e.idempotency_key, 0)
+        entries.append(Entry(e.created_at, "event", v, "Event written to the outbox", f"{e.topic}, event {e.event_id}"))
+        if e.published_at:
+            entries.append(Entry(e.published_at, "published", v, "Event published",
+                                 f"after {e.publish_attempts} publish attempt(s)"))
+    for r in reviews:
+        v = versions[r.job_id]
+        entries.append(Entry(r.created_at, "handed_off", v, "Handed off for review",
+                             link="admin:pipeline_review_change", link_pk=r.pk))
+        if r.decided_at and r.status != ReviewStatus.PENDING:
+            who = r.decided_by.get_username() if r.decided_by else "unknown"
+            wait = r.decided_at - r.created_at
+            entries.append(Entry(r.decided_at, "decided", v, f"Review {r.status} by {who}",
+                                 f"waited {format_duration(wait)} from handoff", link="admin:pipeline_review_change",
+                                 link_pk=r.pk))
+    return entries
+
+
+def _dlq_entries(
+    versions: dict[int, int], dead: list[DeadLetter], audits: list[AuditEntry], refusals: list[ReprocessRefusal]
+) -> list[Entry]:
+    entries = [
+        Entry(d.created_at, "dead_lettered", versions[d.job_id], f"Dead-lettered: {d.reason_code}",
+              f"last error {d.error_code or 'none'}, after {d.attempts} attempt(s)", warning=True,
+              link="admin:dlq_deadletter_change", link_pk=d.pk)
+        for d in dead
+    ]
+    for a in audits:
+        because = f"reason: {a.reason}" if a.reason else "no reason given"
+        entries.append(Entry(a.at, "reprocessed", versions[a.old_job_id],
+                             f"Reprocessed by {a.operator} as version {versions.get(a.new_job_id, '?')}", because,
+                             link="admin:dlq_auditentry_change", link_pk=a.pk))
+    job_of = {d.pk: d.job_id for d in dead}
+    for f in refusals:
+        entries.append(Entry(f.at, "refused", versions[job_of[f.dead_letter_id]],
+                             f"Reprocess by {f.operator} refused: tenant rate limit",
+                             f"retry possible after {f.retry_after_seconds} s", warning=True))
+    return entries
+
+
+def document_timeline(tenant: str, document_id: str) -> DocumentTimeline:
+    """Everything that happened to ``tenant``'s ``document_id``, oldest first (nine queries)."""
+    jobs = list(Job.objects.filter(tenant=tenant, document_id=document_id).defer("payload").order_by("operation_version"))
+    ids = [j.pk for j in jobs]
+    versions = {j.pk: j.operation_version for j in jobs}
+    by_id = {j.pk: j for j in jobs}
+    entries = [e for j in jobs for e in _job_entries(j)]
+    for attempt in Attempt.objects.filter(job_id__in=ids).order_by("leased_at", "fence"):
+        entries += _attempt_entries(attempt, by_id[attempt.job_id])
+    results = list(Result.objects.filter(job_id__in=ids).defer("data"))
+    events = list(OutboxEvent.objects.filter(topic=RESULT_TOPIC, idempotency_key__in=[j.idempotency_key for j in jobs])
+                  .defer("payload"))
+    reviews = list(Review.objects.filter(job_id__in=ids).select_related("decided_by"))
+    entries += _outcome_entries(jobs, results, events, reviews)
+    dead = list(DeadLetter.objects.filter(job_id__in=ids))
+    audits = list(AuditEntry.objects.filter(old_job_id__in=ids))
+    refusals = list(ReprocessRefusal.objects.filter(dead_letter__job_id__in=ids))
+    entries += _dlq_entries(versions, dead, audits, refusals)
+    entries.sort(key=lambda e: e.sort_key)
+    return DocumentTimeline(tenant=tenant, document_id=document_id, versions=jobs, entries=entries)
+
+
+def format_duration(delta: dt.timedelta) -> str:
+    """A short human duration: 45 s, 12 min, 3 h 5 min, 2 d 4 h."""
+    seconds = max(0, int(delta.total_seconds()))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if seconds < 3600:
+        return f"{minutes} min"
+    if seconds < 86400:
+        return f"{hours} h {minutes % 60} min" if minutes % 60 else f"{hours} h"
+    return f"{days} d {hours % 24} h" if hours % 24 else f"{days} d"
