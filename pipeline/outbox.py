@@ -16,6 +16,7 @@ from pipeline.models import OutboxEvent, Result
 from pipeline.queue import Lease, complete
 
 RESULT_TOPIC = "extraction.completed"
+TOPIC_MAX_LENGTH = 64  # OutboxEvent.topic
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,12 @@ def commit_result_with_event(
     """
     if not isinstance(lease, Lease):
         raise InvalidInputError("lease", "must be a Lease returned by lease_next")
-    data = canonical_json(result)
+    if not isinstance(topic, str) or not topic or len(topic) > TOPIC_MAX_LENGTH or not topic.isprintable():
+        raise InvalidInputError("topic", f"must be a non-empty printable string of at most {TOPIC_MAX_LENGTH}")
+    try:
+        data = canonical_json(result)
+    except InvalidInputError as exc:
+        raise InvalidInputError("result", "must be JSON-serialisable (no NaN, sets or objects)") from exc
     now = clock.now()
     event_payload = canonical_json(
         {"job_id": lease.job_id, "tenant": lease.tenant, "document_id": lease.document_id,

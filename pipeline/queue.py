@@ -27,6 +27,8 @@ from pipeline.states import JobStatus
 
 DEFAULT_DEADLINE = dt.timedelta(hours=1)
 MAX_ATTEMPTS_LIMIT = 100
+MAX_OPERATION_VERSION = 2**31 - 1  # Job.operation_version is an integer column
+MAX_KEY_LENGTH = 300  # Job.idempotency_key
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,10 @@ def enqueue(
     payload raises IdempotencyConflictError. Nothing is written in either case.
     """
     key = build_idempotency_key(tenant_id, document_id, operation_version)
+    if operation_version > MAX_OPERATION_VERSION:
+        raise InvalidInputError("operation_version", f"must be at most {MAX_OPERATION_VERSION}")
+    if len(key) > MAX_KEY_LENGTH:
+        raise InvalidInputError("idempotency_key", f"{key[:40]}... is longer than {MAX_KEY_LENGTH} characters")
     canonical_json(payload)
     digest = payload_hash(payload)
     attempts = _max_attempts(max_attempts)
@@ -124,8 +130,8 @@ def lease_next(worker_id: str, *, lease_seconds: float | None = None, clock: Clo
     fence grows on every lease. A job found past its deadline is cancelled instead, and the next one
     is tried.
     """
-    if not isinstance(worker_id, str) or not worker_id or len(worker_id) > 200:
-        raise InvalidInputError("worker_id", "must be a non-empty string of at most 200 characters")
+    if not isinstance(worker_id, str) or not worker_id or len(worker_id) > 200 or not worker_id.isprintable():
+        raise InvalidInputError("worker_id", "must be a non-empty printable string of at most 200 characters")
     seconds = _lease_seconds(lease_seconds)
     while True:
         now = clock.now()
@@ -197,6 +203,8 @@ def nack(
     lease = _check_lease(lease)
     if not isinstance(error, BaseException):
         raise InvalidInputError("error", "must be an exception")
+    if not isinstance(policy, RetryPolicy):
+        raise InvalidInputError("policy", "must be a RetryPolicy")
     now = clock.now()
     error_class, code = classify(error)
     decision = policy.decide(

@@ -59,8 +59,12 @@ def publish_pending(
     before marking republishes the event later, and the consumer absorbs it."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
         raise InvalidInputError("batch_size", "must be an int in [1, 10000]")
+    if isinstance(claim_seconds, bool) or not isinstance(claim_seconds, (int, float)):
+        raise InvalidInputError("claim_seconds", "must be a number in (0, 3600]")
     if not 0 < claim_seconds <= 3600:
         raise InvalidInputError("claim_seconds", "must be in (0, 3600]")
+    if publisher is not None and not callable(getattr(publisher, "publish", None)):
+        raise InvalidInputError("publisher", "must have a publish(event) method")
     publisher = publisher or ConsumerPublisher(clock)
     token = uuid.uuid4()
     now = clock.now()
