@@ -1,0 +1,139 @@
+"""Child processes for the real-process tests: ``python -m tests.integration.procs SCENARIO ARGS_JSON``.
+
+Each scenario sets Django up against the database in ``DATABASE_URL`` (the test database), prints its
+findings as JSON lines on stdout and exits. Starts are synchronised by a PostgreSQL advisory lock the
+parent holds (``barrier``), never by sleeping.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from typing import Any
+
+
+def lease_to_json(lease) -> dict[str, Any]:
+    data = dict(lease.__dict__)
+    data["lease_until"] = lease.lease_until.isoformat()
+    data["deadline_at"] = lease.deadline_at.isoformat()
+    return data
+
+
+def lease_from_json(data: dict[str, Any]):
+    from pipeline.queue import Lease
+
+    return Lease(**{**data, "lease_until": dt.datetime.fromisoformat(data["lease_until"]),
+                    "deadline_at": dt.datetime.fromisoformat(data["deadline_at"])})
+
+
+def say(**message: Any) -> None:
+    print(json.dumps(message, default=str), flush=True)
+
+
+def barrier(key: int) -> None:
+    """Wait until the parent releases its advisory lock on ``key``: every child starts together."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock_shared(%s)", [key])
+        cursor.execute("SELECT pg_advisory_unlock_shared(%s)", [key])
+
+
+def clock_at(iso: str):
+    from pipeline.clock import FrozenClock
+
+    return FrozenClock(dt.datetime.fromisoformat(iso))
+
+
+def work(args: dict[str, Any]) -> None:
+    """One process_once; with ``crash`` set, the injector SIGKILLs this process at that point."""
+    from pipeline.crash import NO_CRASH, CrashInjector
+    from pipeline.worker import process_once
+
+    crash = CrashInjector.parse(args["crash"], kill=True) if args.get("crash") else NO_CRASH
+    out = process_once(args["worker"], clock=clock_at(args["now"]), lease_seconds=args["lease_seconds"],
+                       crash=crash)
+    say(outcome=out.outcome, job_id=out.job_id, fence=out.fence)
+
+
+def race(args: dict[str, Any]) -> None:
+    """Lease until nothing is left; commit every lease except the jobs in ``abandon`` (a crash)."""
+    from pipeline import queue
+    from pipeline.outbox import commit_result_with_event
+
+    clock = clock_at(args["now"])
+    abandon = set(args["abandon"])
+    barrier(args["barrier"])
+    leases = []
+    while (lease := queue.lease_next(args["worker"], lease_seconds=30, clock=clock)) is not None:
+        leases.append([lease.job_id, lease.fence, lease.lease_until.isoformat()])
+        if lease.job_id not in abandon:
+            commit_result_with_event(lease, {"by": args["worker"], "fence": lease.fence}, clock=clock)
+    say(leases=leases)
+
+
+def zombie(args: dict[str, Any]) -> None:
+    """Lease one job, report it, then try each call named on stdin with that (later stale) lease."""
+    from pipeline import queue
+    from pipeline.errors import PermanentError
+    from pipeline.outbox import commit_result_with_event
+    from pipeline.reasons import ErrorCode
+
+    clock = clock_at(args["now"])
+    lease = queue.lease_next(args["worker"], lease_seconds=30, clock=clock)
+    assert lease is not None
+    say(lease=lease_to_json(lease))
+    calls = {
+        "heartbeat": lambda: queue.heartbeat(lease, lease_seconds=30, clock=clock),
+        "ack": lambda: queue.ack(lease, clock=clock),
+        "nack": lambda: queue.nack(lease, PermanentError(ErrorCode.DOCUMENT_MALFORMED), clock=clock),
+        "release": lambda: queue.release(lease, clock=clock),
+        "commit": lambda: commit_result_with_event(lease, {"by": "zombie"}, clock=clock),
+    }
+    for line in sys.stdin:
+        name = line.strip()
+        if name == "exit":
+            break
+        try:
+            calls[name]()
+        except Exception as exc:
+            say(call=name, error=type(exc).__name__)
+        else:
+            say(call=name, error=None)
+
+
+def relay(args: dict[str, Any]) -> None:
+    """Publish in small batches until a claim finds nothing; report every event id published."""
+    from pipeline import relay as relay_module
+    from pipeline.relay import ConsumerPublisher
+
+    class Recording(ConsumerPublisher):
+        delivered: list[str] = []
+
+        def publish(self, event) -> None:
+            self.delivered.append(str(event.event_id))
+            super().publish(event)
+
+    publisher = Recording()
+    barrier(args["barrier"])
+    marked = lost = 0
+    while (report := relay_module.publish_pending(args["batch_size"], publisher=publisher)).claimed:
+        marked += report.published
+        lost += report.lost_claims
+    say(delivered=publisher.delivered, marked=marked, lost_claims=lost)
+
+
+SCENARIOS = {"work": work, "race": race, "zombie": zombie, "relay": relay}
+
+
+def main() -> None:
+    import django
+
+    django.setup()
+    scenario, raw = sys.argv[1], sys.argv[2]
+    SCENARIOS[scenario](json.loads(raw))
+
+
+if __name__ == "__main__":
+    main()

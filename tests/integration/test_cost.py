@@ -1,0 +1,141 @@
+"""Requirement 17: the hot path's cost, counted, and the claim served by the live-rows partial index.
+
+Pinned figures (PostgreSQL, autocommit as in production, kicks off as inside a drain):
+  lease_next                 1 statement, 1 transaction (the claim UPDATE ... RETURNING)
+  commit_result_with_event   4 statements, 1 transaction (complete, result, event, NOTIFY)
+  publish_pending (n events) 2 + 2n statements: one claim and one mark per batch, the consumer's
+                             two inserts per event (no N+1 on the relay's side)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from pipeline import queue, relay, sql
+from pipeline.models import Job
+from pipeline.outbox import commit_result_with_event
+from pipeline.states import JobStatus
+from tests.conftest import invoice
+
+FIELDS = {"invoice_number": "INV-1", "total": "1.00"}
+
+
+@pytest.fixture
+def no_kicks(settings):
+    """The drain's own configuration: no django-q2 kick rides on the hot path."""
+    settings.RELAYOPS = {**settings.RELAYOPS, "KICKS": False}
+
+
+CONTROL = {"BEGIN", "COMMIT", "ROLLBACK"}
+
+
+def hot_path(queries) -> tuple[list[str], int]:
+    """The statements run (their first three words) and the transactions they ran in. Django logs
+    BEGIN and COMMIT; a statement outside them ran in autocommit, as its own transaction."""
+    statements: list[str] = []
+    transactions, open_block = 0, False
+    for query in queries:
+        text = query["sql"].strip()
+        if text in CONTROL:
+            open_block = text == "BEGIN"
+            transactions += text == "COMMIT"
+            continue
+        statements.append(" ".join(text.split()[:3]))
+        transactions += not open_block
+    return statements, transactions
+
+
+@pytest.mark.django_db(transaction=True)
+def test_statements_and_transactions_per_job_on_the_hot_path(clock, no_kicks):
+    queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
+
+    with CaptureQueriesContext(connection) as queries:
+        lease = queue.lease_next("w1", clock=clock)
+    assert lease is not None
+    assert hot_path(queries) == (["UPDATE pipeline_job SET"], 1)
+
+    with CaptureQueriesContext(connection) as queries:
+        outcome = commit_result_with_event(lease, FIELDS, clock=clock)
+    assert not outcome.deduped
+    statements, transactions = hot_path(queries)
+    assert statements == [
+        'UPDATE "pipeline_job" SET', "INSERT INTO pipeline_result", "INSERT INTO pipeline_outboxevent",
+        "SELECT pg_notify('relayops_outbox', '')",
+    ]
+    assert transactions == 1  # result, event and completion commit together
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_relay_claims_and_marks_once_per_batch(clock, no_kicks):
+    for n in range(5):
+        queue.enqueue("acme", f"inv-{n}", 1, invoice(n), clock=clock)
+        commit_result_with_event(queue.lease_next("w1", clock=clock), FIELDS, clock=clock)
+    with CaptureQueriesContext(connection) as queries:
+        report = relay.publish_pending(batch_size=10, clock=clock)
+    assert report.published == 5
+    statements, transactions = hot_path(queries)
+    assert statements == [
+        "UPDATE pipeline_outboxevent SET",
+        *["INSERT INTO pipeline_consumedevent", 'INSERT INTO "pipeline_review"'] * 5,
+        'UPDATE "pipeline_outboxevent" SET',
+    ]
+    assert transactions == 1 + 5 + 1  # the claim, one per consumed event, the mark
+
+
+def plan_nodes(plan: dict) -> list[dict]:
+    nodes = [plan]
+    for child in plan.get("Plans", []):
+        nodes.extend(plan_nodes(child))
+    return nodes
+
+
+def explain_claim(now: dt.datetime) -> list[dict]:
+    query = sql.CLAIM_JOBS.format(skip_locked=sql.skip_locked())
+    params = {"now": now, "worker": "w1", "lease_until": now + dt.timedelta(seconds=30), "limit": 1}
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) " + query, params)
+        (raw,) = cursor.fetchone()
+    document = raw if isinstance(raw, list) else json.loads(raw)
+    return plan_nodes(document[0]["Plan"])
+
+
+@pytest.mark.django_db
+def test_the_claimable_index_holds_live_rows_only():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'job_claimable'")
+        (definition,) = cursor.fetchone()
+    assert definition.endswith("(visible_at, id) WHERE ((status)::text = ANY ((ARRAY['queued'::character varying, "
+                               "'leased'::character varying])::text[]))"), definition
+
+
+@pytest.mark.django_db
+def test_the_claim_reads_live_rows_through_the_partial_index(clock):
+    now = clock.now()
+    done = dict(status=JobStatus.SUCCEEDED, payload={}, payload_hash="0" * 64, created_at=now, visible_at=now,
+                deadline_at=now + dt.timedelta(hours=1), finished_at=now, attempt=1, fence=1)
+    Job.objects.bulk_create(
+        Job(tenant="acme", document_id=f"old-{n}", operation_version=1, idempotency_key=f"acme:old-{n}:v1", **done)
+        for n in range(20_000)
+    )
+    for n in range(3):
+        queue.enqueue("acme", f"live-{n}", 1, invoice(n), clock=clock)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE pipeline_job")
+    nodes = explain_claim(now)
+    scans = [(node["Node Type"], node.get("Index Name")) for node in nodes if "Relation Name" in node]
+    assert ("Index Scan", "job_claimable") in scans, scans
+    assert all(node_type != "Seq Scan" for node_type, _ in scans), scans
+
+
+@pytest.mark.django_db
+def test_the_partial_index_matches_the_claim_even_on_a_small_table(clock):
+    queue.enqueue("acme", "live", 1, invoice(), clock=clock)
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+    scans = [node.get("Index Name") for node in explain_claim(clock.now()) if "Relation Name" in node]
+    assert "job_claimable" in scans, scans
