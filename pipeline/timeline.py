@@ -15,27 +15,31 @@ from pipeline.outbox import RESULT_TOPIC
 from pipeline.reasons import ErrorCode
 from pipeline.states import JobStatus
 
-# Same-instant entries read in causal order.
+# Same-instant entries of one version read in causal order; leases and their ends go by fence, so a
+# takeover shows the old lease expiring before the new one starts.
 ORDER = [
-    "enqueued", "leased", "attempt_ended", "committed", "event", "finished", "dead_lettered",
+    "enqueued", "attempt", "committed", "event", "finished", "dead_lettered",
     "published", "handed_off", "decided", "refused", "reprocessed",
 ]
+KINDS = {"leased", "attempt_ended", *ORDER} - {"attempt"}
 
 
 @dataclass(frozen=True)
 class Entry:
     at: dt.datetime
-    kind: str  # one of ORDER
+    kind: str  # one of KINDS
     version: int
     title: str
     detail: str = ""
     warning: bool = False  # a crash, a failure, a refusal: what an auditor looks for
     link: str = ""  # an admin URL name (e.g. "admin:pipeline_job_change") ...
     link_pk: int | None = None  # ... and the object it points at
+    fence: int = 0  # leases and their ends only
 
     @property
-    def sort_key(self) -> tuple[dt.datetime, int, int]:
-        return (self.at, ORDER.index(self.kind), self.version)
+    def sort_key(self) -> tuple[dt.datetime, int, int, int, int]:
+        group = "attempt" if self.kind in ("leased", "attempt_ended") else self.kind
+        return (self.at, self.version, ORDER.index(group), self.fence, self.kind == "attempt_ended")
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ def _attempt_entries(attempt: Attempt, job: Job) -> list[Entry]:
     detail = f"attempt {attempt.attempt} of {job.max_attempts}, fence {attempt.fence}, worker {attempt.worker}"
     if attempt.ended_at is None and job.status == JobStatus.LEASED and job.fence == attempt.fence:
         detail += f"; lease held until {job.lease_until:%Y-%m-%d %H:%M:%S}"
-    entries = [Entry(attempt.leased_at, "leased", v, f"Leased (fence {attempt.fence})", detail)]
+    entries = [Entry(attempt.leased_at, "leased", v, f"Leased (fence {attempt.fence})", detail, fence=attempt.fence)]
     if attempt.ended_at is None:
         return entries
     code = attempt.error_code
@@ -74,7 +78,8 @@ def _attempt_entries(attempt: Attempt, job: Job) -> list[Entry]:
     else:
         title, note = f"Attempt failed: {code or 'unclassified'}", ""
     detail = f"attempt {attempt.attempt}, fence {attempt.fence}" + (f"; {note}" if note else "")
-    entries.append(Entry(attempt.ended_at, "attempt_ended", v, title, detail, warning=code != ErrorCode.SHUTDOWN))
+    entries.append(Entry(attempt.ended_at, "attempt_ended", v, title, detail, warning=code != ErrorCode.SHUTDOWN,
+                         fence=attempt.fence))
     return entries
 
 

@@ -40,8 +40,10 @@ class TenantFilter(admin.SimpleListFilter):
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         tenants = tenants_of(request.user)
-        names = tenants if tenants is not None else Membership.objects.values_list("tenant", flat=True).distinct()
-        return [(name, name) for name in sorted(set(names))]
+        names = set(tenants if tenants is not None else Membership.objects.values_list("tenant", flat=True).distinct())
+        if self.value():  # a filter with no choices is not applied at all: keep the chosen one
+            names.add(str(self.value()))
+        return [(name, name) for name in sorted(names)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
