@@ -67,6 +67,8 @@ def _deadline(deadline: dt.datetime | dt.timedelta | None, now: dt.datetime) -> 
     if isinstance(deadline, dt.datetime):
         if deadline.tzinfo is None:
             raise InvalidInputError("deadline", "must be timezone-aware")
+        if deadline <= now:
+            raise InvalidInputError("deadline", "must be in the future")
         return deadline
     raise InvalidInputError("deadline", "must be a datetime, a timedelta or None")
 

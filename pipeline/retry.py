@@ -70,9 +70,9 @@ class RetryPolicy:
             raise ValueError("factor must be >= 1 and jitter in [0, 1)")
 
     def backoff_seconds(self, attempt: int, rng: Random = random) -> float:
-        """Exponential delay after failed attempt ``attempt`` (1-based), capped, with jitter."""
-        delay = min(self.base_delay_seconds * self.factor ** max(attempt - 1, 0), self.max_delay_seconds)
-        return delay * (1 + rng.uniform(-self.jitter, self.jitter))
+        """Exponential delay after failed attempt ``attempt`` (1-based), with jitter, capped."""
+        delay = self.base_delay_seconds * self.factor ** min(max(attempt - 1, 0), 64)
+        return min(delay * (1 + rng.uniform(-self.jitter, self.jitter)), self.max_delay_seconds)
 
     def decide(
         self,

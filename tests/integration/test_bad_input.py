@@ -72,6 +72,7 @@ CASES = {
     "enqueue-max-attempts-bool": (enqueue(max_attempts=True), "max_attempts"),
     "enqueue-max-attempts-str": (enqueue(max_attempts="3"), "max_attempts"),
     "enqueue-deadline-naive": (enqueue(deadline=NAIVE), "deadline"),
+    "enqueue-deadline-past": (enqueue(deadline=dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)), "deadline"),
     "enqueue-deadline-zero": (enqueue(deadline=dt.timedelta(0)), "deadline"),
     "enqueue-deadline-negative": (enqueue(deadline=dt.timedelta(seconds=-5)), "deadline"),
     "enqueue-deadline-str": (enqueue(deadline="1h"), "deadline"),
