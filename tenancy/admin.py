@@ -159,3 +159,17 @@ admin.site.unregister(User)
 @admin.register(User)
 class RelayOpsUserAdmin(UserAdmin):
     inlines = [*UserAdmin.inlines, MembershipInline]
+
+
+def _declare_django_q_permissions() -> None:
+    """django-q2's admin offers "resubmit" with no declared permission: require change, which only
+    superusers hold (no role grants a django_q permission)."""
+    from django_q.admin import resubmit_task
+    from django_q.models import Failure, Success
+
+    declared = admin.action(description="Resubmit selected tasks to the queue", permissions=["change"])(resubmit_task)
+    for model in (Success, Failure):
+        admin.site.get_model_admin(model).actions = [declared]
+
+
+_declare_django_q_permissions()

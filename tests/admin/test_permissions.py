@@ -144,3 +144,15 @@ def test_csrf_is_enforced_on_actions(rows, acme_operator):
     assert client.post(reverse("admin:dlq_deadletter_changelist"), reprocess_post(rows["dead"].pk)).status_code == 403
     assert client.post(reverse("admin:pipeline_review_changelist"), approve_post(rows["review"].pk)).status_code == 403
     assert snapshot() == before
+
+
+def test_django_q_pages_are_for_superusers_and_resubmit_declares_a_permission(acme_operator, auditor, root):
+    for user in (acme_operator, auditor):
+        assert login(user).get(reverse("admin:django_q_success_changelist")).status_code == 403
+        assert login(user).get(reverse("admin:django_q_failure_changelist")).status_code == 403
+    assert offered_actions(login(root), "django_q_failure") == ["resubmit_task"]
+    from django.contrib import admin
+    from django_q.models import Failure
+
+    (action,) = admin.site.get_model_admin(Failure).actions
+    assert action.allowed_permissions == ["change"]
