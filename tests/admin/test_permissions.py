@@ -150,7 +150,7 @@ def test_django_q_pages_are_for_superusers_and_resubmit_declares_a_permission(ac
     for user in (acme_operator, auditor):
         assert login(user).get(reverse("admin:django_q_success_changelist")).status_code == 403
         assert login(user).get(reverse("admin:django_q_failure_changelist")).status_code == 403
-    assert offered_actions(login(root), "django_q_failure") == ["resubmit_task"]
+    assert "resubmit_task" in offered_actions(login(root), "django_q_failure")
     from django.contrib import admin
     from django_q.models import Failure
 
