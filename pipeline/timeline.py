@@ -49,6 +49,12 @@ class DocumentTimeline:
     versions: list[Job]  # oldest version first; payloads deferred
     entries: list[Entry]
 
+    @property
+    def origins(self) -> list[tuple[Job, Job | None]]:
+        """Each version with the version it reprocessed (None for the first)."""
+        by_id = {job.pk: job for job in self.versions}
+        return [(job, by_id.get(job.reprocessed_from_id or 0)) for job in self.versions]
+
 
 def _job_entries(job: Job) -> list[Entry]:
     v = job.operation_version

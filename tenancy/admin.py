@@ -19,7 +19,8 @@ from django.db.models import Model, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from pipeline.idempotency import TENANT_RE
+from pipeline.errors import InvalidInputError
+from pipeline.idempotency import TENANT_RE, validate_tenant
 from relayops.paging import EstimatedCountPaginator
 from tenancy.models import Membership
 from tenancy.services import scope, tenants_of
@@ -74,6 +75,7 @@ class PipelineRowAdmin(TenantScopedMixin, admin.ModelAdmin):
 
     paginator = EstimatedCountPaginator
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # a COUNT per filter choice over the whole table
     list_per_page = 50
     exact_search_fields: list[str] = []
     document_field = ""
@@ -134,8 +136,21 @@ class PipelineRowAdmin(TenantScopedMixin, admin.ModelAdmin):
         return super().changelist_view(request, extra_context)
 
 
+class MembershipForm(forms.ModelForm):
+    class Meta:
+        model = Membership
+        fields = ["user", "tenant"]
+
+    def clean_tenant(self) -> str:
+        try:
+            return validate_tenant(self.cleaned_data["tenant"])
+        except InvalidInputError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
+    form = MembershipForm
     extra = 0
     fields = ["tenant", "created_at"]
     readonly_fields = ["created_at"]
@@ -145,6 +160,7 @@ class MembershipInline(admin.TabularInline):
 class MembershipAdmin(admin.ModelAdmin):
     """Superusers grant tenants here or on the user page; no role has permissions on memberships."""
 
+    form = MembershipForm
     list_display = ["user", "tenant", "created_at"]
     list_filter = [TenantFilter]
     list_select_related = ["user"]

@@ -60,3 +60,14 @@ def test_list_pages_cost_the_same_with_one_row_or_many(page, who, operator_of_al
     assert rows >= len(TENANTS)
     assert many == one, f"{page}: {one} queries with one tenant's rows, {many} with {rows} rows"
     assert one <= 12, f"{page}: {one} queries"
+
+
+def test_facet_counts_are_never_computed(operator_of_all, root, settings):
+    settings.RELAYOPS = {**settings.RELAYOPS, "REPROCESS_LIMIT": 1}
+    fill(TENANTS[0], operator_of_all)
+    client = login(root)
+    with CaptureQueriesContext(connection) as plain:
+        client.get(reverse("admin:pipeline_job_changelist"))
+    with CaptureQueriesContext(connection) as asked:
+        response = client.get(reverse("admin:pipeline_job_changelist"), {"_facets": "True"})
+    assert len(asked) == len(plain) and b"Show counts" not in response.content

@@ -144,3 +144,14 @@ def test_autocomplete_goes_through_the_scoped_queryset(world, globex_operator, a
     everything = autocomplete(globex_operator, "auditentry", "new_job", "")
     assert everything and all(text.startswith("globex:") for text in everything)
     assert all(text.startswith("globex:") for text in autocomplete(globex_operator, "reprocessrefusal", "dead_letter", ""))
+
+
+def test_memberships_are_granted_by_superusers_with_valid_tenant_names(root, acme_operator):
+    from tenancy.models import Membership
+
+    url = reverse("admin:tenancy_membership_add")
+    assert login(acme_operator).get(url).status_code == 403  # no role manages memberships
+    refused = login(root).post(url, {"user": acme_operator.pk, "tenant": "Not A Tenant"})
+    assert refused.status_code == 200 and "tenant_id: must match" in refused.content.decode()
+    assert login(root).post(url, {"user": acme_operator.pk, "tenant": "globex"}).status_code == 302
+    assert set(Membership.objects.filter(user=acme_operator).values_list("tenant", flat=True)) == {"acme", "globex"}

@@ -61,6 +61,9 @@ def test_the_timeline_tells_the_whole_story_in_order(story, auditor):
         (2, "finished"), (2, "published"), (2, "handed_off"), (2, "decided"),
     ]
     assert [e.at for e in entries] == sorted(e.at for e in entries)
+    origins = response.context["timeline"].origins
+    assert [(job.operation_version, origin and origin.operation_version) for job, origin in origins] == [
+        (1, None), (2, 1)]
     html = response.content.decode()
     for said in (
         "Lease expired: worker crashed or stalled",  # v1's crash and v2's stall
