@@ -10,7 +10,8 @@ STOP pill per worker behind the tasks already prefetched, then waits for the wor
   return immediately, so the STOP pills are reached quickly;
 - ``Cluster.sig_handler`` is wrapped so a second SIGTERM/SIGINT to the main process makes the sentinel
   forward SIGUSR2 (hurry) to the workers: running jobs are interrupted and their leases released;
-- ``Sentinel.start`` is wrapped to create the sweeper schedule and log loudly if crashes are injected.
+- ``Sentinel.start`` is wrapped to create the sweeper schedule, log loudly if crashes are injected,
+  and make the sentinel survive a SIGTERM sent to the whole process group.
 
 The wrappers call the originals unchanged; nothing in django-q2's own files is edited.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import time
 from types import FrameType
 from typing import Any, Callable
 
@@ -32,6 +34,7 @@ SWEEPER_FUNC = "pipeline.tasks.sweep"
 
 _sentinel: Any = None
 _sentinel_pid: int | None = None
+_group_terminated = False  # the sentinel itself got a SIGTERM: it went to the whole process group
 
 
 def install() -> None:
@@ -87,6 +90,11 @@ def _sentinel_start(original: Callable[..., Any], self: Any) -> None:
 
     _sentinel, _sentinel_pid = self, os.getpid()
     signal.signal(HURRY_SIGNAL, _forward_hurry)
+    # A SIGTERM to the whole process group (systemd's default KillMode, `timeout`, `kill -- -PGID`)
+    # would kill the sentinel outright and hang the main process (django-q2 #346). The sentinel, its
+    # pusher and its monitor note it and stop the orderly way, on the main process's stop event;
+    # workers restore the default (the sentinel ends a timed-out worker with SIGTERM).
+    signal.signal(signal.SIGTERM, _note_group_term)
     _announce_crash_injection()
     try:
         ensure_sweeper_schedule()
@@ -103,13 +111,34 @@ def _forward_hurry(signum: int, frame: FrameType | None) -> None:
             os.kill(process.pid, signum)
 
 
+def _note_group_term(signum: int, frame: FrameType | None) -> None:
+    global _group_terminated
+    _group_terminated = True
+
+
 def _sentinel_stop(original: Callable[..., Any], self: Any) -> None:
     from pipeline.shutdown import STOP_SIGNAL
 
     for process in list(self.pool):
         if process.is_alive():
             os.kill(process.pid, STOP_SIGNAL)
+    if _group_terminated and os.getpid() == _sentinel_pid:
+        _expect_dead_workers(self)
     original(self)
+
+
+def _expect_dead_workers(sentinel: Any, timeout: float = 2.0) -> None:
+    """The workers got the group's SIGTERM too and are dying (their leases will expire). With none
+    left to read the task queue, the pusher and the STOP pills would block on it forever: end the
+    pusher (the kicks it holds are redelivered after ``retry``) and drop the pills."""
+    deadline = time.monotonic() + timeout
+    while any(p.is_alive() for p in sentinel.pool) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not any(p.is_alive() for p in sentinel.pool):
+        log.warning("cluster.workers_killed_by_group_signal", workers=len(sentinel.pool))
+        if sentinel.pusher is not None and sentinel.pusher.is_alive():
+            os.kill(sentinel.pusher.pid, signal.SIGKILL)
+        sentinel.task_queue.put = lambda *args, **kwargs: None
 
 
 def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
@@ -117,6 +146,7 @@ def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
     from pipeline import kicks
     from pipeline.shutdown import install_worker_handlers
 
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     install_worker_handlers()
     try:
         kicks.kick_drain()

@@ -3,6 +3,7 @@ back without counting an attempt; a second signal stops at once."""
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 
@@ -66,3 +67,20 @@ def test_a_second_signal_stops_at_once(start_cluster):
     job.refresh_from_db()
     assert (job.status, job.attempt) == ("queued", 0)
     assert "cluster.stop_now" in cluster.log()
+
+
+def test_a_sigterm_to_the_whole_process_group_does_not_hang(start_cluster):
+    """systemd's default KillMode or `timeout` signal every process: django-q2 alone would hang (#346)."""
+    cluster = start_cluster()
+    job, _ = queue.enqueue("acme", "cut", 1, invoice(5, work_seconds=30))
+    wait_for(lambda: leased(job), timeout=10, what="the lease")
+
+    os.killpg(cluster.pid, signal.SIGTERM)
+    assert cluster.proc.wait(15) == 0
+    assert "cluster.workers_killed_by_group_signal" in cluster.log()
+
+    replacement = start_cluster()  # the killed worker's lease expires; the job runs again, once
+    Job.objects.filter(pk=job.pk).update(payload=invoice(5))  # test shortcut: make the rerun quick
+    wait_for(lambda: Job.objects.filter(pk=job.pk, status="succeeded").exists(), timeout=20, what="the rerun")
+    assert replacement.stop() == 0
+    assert effects(job.idempotency_key)[:2] == (1, 1)
