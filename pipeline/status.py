@@ -40,18 +40,18 @@ def tenants(now: dt.datetime, only: str | None = None) -> list[TenantStatus]:
 
     rows: dict[str, TenantStatus] = defaultdict(lambda: TenantStatus(""))
     jobs = Job.objects.filter(tenant=only) if only else Job.objects.all()
-    for row in jobs.values("tenant", "status").annotate(n=Count("pk")):
-        rows[row["tenant"]].jobs[row["status"]] = row["n"]
+    for counted in jobs.values("tenant", "status").annotate(n=Count("pk")):
+        rows[counted["tenant"]].jobs[counted["status"]] = counted["n"]
     visible = jobs.filter(status=JobStatus.QUEUED, visible_at__lte=now).values("tenant").annotate(at=Min("visible_at"))
-    for row in visible:
-        rows[row["tenant"]].oldest_visible_seconds = _age(now, row["at"])
+    for oldest in visible:
+        rows[oldest["tenant"]].oldest_visible_seconds = _age(now, oldest["at"])
     events = OutboxEvent.objects.filter(published_at__isnull=True, **({"tenant": only} if only else {}))
-    for row in events.values("tenant").annotate(n=Count("pk"), at=Min("created_at")):
-        rows[row["tenant"]].outbox_pending = row["n"]
-        rows[row["tenant"]].outbox_lag_seconds = _age(now, row["at"])
+    for pending in events.values("tenant").annotate(n=Count("pk"), at=Min("created_at")):
+        rows[pending["tenant"]].outbox_pending = pending["n"]
+        rows[pending["tenant"]].outbox_lag_seconds = _age(now, pending["at"])
     letters = DeadLetter.objects.filter(tenant=only) if only else DeadLetter.objects.all()
-    for row in letters.values("tenant", "reason_code").annotate(n=Count("pk")):
-        rows[row["tenant"]].dead_letters[row["reason_code"]] = row["n"]
+    for letter in letters.values("tenant", "reason_code").annotate(n=Count("pk")):
+        rows[letter["tenant"]].dead_letters[letter["reason_code"]] = letter["n"]
     for name, status in rows.items():
         status.tenant = name
     return [rows[name] for name in sorted(rows)]
