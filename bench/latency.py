@@ -1,0 +1,123 @@
+"""Wake-up latency of an idle cluster: enqueue -> job start, and commit -> event published.
+
+Usage: ./run bench latency [--jobs 300] [--gap 0.1] [--db relayops_b3_latency]
+Creates the benchmark database on the DATABASE_URL server, starts ``manage.py qcluster`` against it
+as a subprocess, waits until its drains are parked on LISTEN, then enqueues one job at a time,
+waiting for each to be published (plus ``--gap``) so every job meets an idle cluster. Prints the
+median, p95 and max of both latencies and their ratios to the targets of issue 3.
+Timestamps: the bench's clock just before ``enqueue``; the worker's ``leased_at``; the outbox row's
+``created_at`` (taken before the commit) and ``published_at`` (one machine, one clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+TARGETS = {"enqueue -> start": {"median": 10.0, "p95": 50.0}, "commit -> published": {"median": 20.0}}
+PAYLOAD = {"text": "INVOICE NO: INV-1\nDATE: 2026-02-14\nVENDOR: Globex Supplies\nTOTAL: 12.50 EUR\n"}
+
+
+def _database_url(db: str) -> str:
+    base = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/relayops").rsplit("/", 1)[0]
+    return f"{base}/{db}"
+
+
+def _setup(db: str) -> None:
+    import psycopg
+
+    with psycopg.connect(_database_url("postgres"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{db}"')
+    os.environ.update(DATABASE_URL=_database_url(db), LOG_LEVEL="WARNING", DJANGO_Q_LOG_LEVEL="WARNING",
+                      RELAYOPS_NODE_NAME="bench", DJANGO_SETTINGS_MODULE="relayops.settings")
+    os.environ.setdefault("SECRET_KEY", "bench")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.002)
+    return value
+
+
+def _one(n: int) -> tuple[float, float]:
+    from pipeline import queue
+    from pipeline.models import Job, OutboxEvent
+
+    before = dt.datetime.now(dt.timezone.utc)
+    job, _ = queue.enqueue("bench", f"doc-{n}", 1, PAYLOAD)
+    event = _wait(lambda: OutboxEvent.objects.filter(idempotency_key=job.idempotency_key,
+                                                     published_at__isnull=False).first(), 10, f"job {n}")
+    leased_at = Job.objects.values_list("leased_at", flat=True).get(pk=job.pk)
+    start_ms = (leased_at - before).total_seconds() * 1000
+    publish_ms = (event.published_at - event.created_at).total_seconds() * 1000
+    return start_ms, publish_ms
+
+
+def _report(name: str, values: list[float]) -> None:
+    values = sorted(values)
+    figures = {"median": statistics.median(values), "p95": values[int(0.95 * (len(values) - 1))], "max": values[-1]}
+    print(f"{name}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in figures.items()) + f"  (n={len(values)})")
+    for key, target in TARGETS[name].items():
+        verdict = "met" if figures[key] <= target else "NOT met"
+        print(f"  {key} / target {target:g} ms = {figures[key] / target:.2f}  -> {verdict}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--gap", type=float, default=0.1, help="idle seconds between jobs")
+    parser.add_argument("--db", default="relayops_b3_latency")
+    args = parser.parse_args()
+
+    _setup(args.db)
+    from django.db import connection
+
+    from pipeline.models import DrainBeat
+
+    connection.close()
+    cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=os.environ.copy(),
+                               start_new_session=True)
+    try:
+        _wait(lambda: DrainBeat.objects.count() >= 2, 30, "two parked drains")
+        starts, publishes = [], []
+        began = time.monotonic()
+        for n in range(args.warmup + args.jobs):
+            start_ms, publish_ms = _one(n)
+            if n >= args.warmup:
+                starts.append(start_ms)
+                publishes.append(publish_ms)
+            time.sleep(args.gap)  # let the drains park again: every job meets an idle cluster
+        print(f"{args.jobs} jobs, one at a time, over {time.monotonic() - began:.0f} s "
+              f"(drains hand over every RELAYOPS_DRAIN_SECONDS; those moments are included)")
+        _report("enqueue -> start", starts)
+        _report("commit -> published", publishes)
+    finally:
+        cluster.send_signal(signal.SIGTERM)
+        try:
+            cluster.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(cluster.pid, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    main()
