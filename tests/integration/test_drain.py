@@ -1,0 +1,105 @@
+"""Drains in-process on real PostgreSQL: lease loss abandons the job, stop and hurry, release without
+an attempt, and kicks coalescing in the enqueue transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db.models import F
+from django.test import override_settings
+from django_q.conf import Conf
+from django_q.models import OrmQ
+
+from pipeline import queue
+from pipeline.drain import Drain
+from pipeline.extract import invoice_extractor
+from pipeline.models import Attempt, Job, OutboxEvent, Result
+from pipeline.shutdown import StopState
+from pipeline.worker import process_once
+from tests.conftest import invoice
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def steal(job_id: int) -> None:
+    """What a rescuing worker does after the lease expired: a new fence, a new owner."""
+    until = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=30)
+    Job.objects.filter(pk=job_id).update(fence=F("fence") + 1, lease_owner="thief:1", lease_until=until,
+                                         visible_at=until, leased_at=until - dt.timedelta(seconds=30))
+
+
+def test_a_worker_that_loses_its_lease_abandons_the_job_at_its_next_checkpoint():
+    job, _ = queue.enqueue("acme", "slow", 1, invoice(1, work_seconds=3))
+
+    def extractor(document: Any, checkpoint: Any) -> dict[str, Any]:
+        steal(job.pk)  # while we extract, another worker takes the job over
+        return invoice_extractor(document, checkpoint)  # checkpoints raise once the heartbeat notices
+
+    outcome = process_once("w1", extractor=extractor, heartbeat=True, lease_seconds=0.6)
+    assert outcome.outcome == "lease_lost"
+    assert not Result.objects.exists() and not OutboxEvent.objects.exists()
+    job.refresh_from_db()
+    assert (job.status, job.lease_owner, job.fence) == ("leased", "thief:1", 2)
+
+
+def test_a_worker_without_checkpoints_is_refused_at_commit():
+    job, _ = queue.enqueue("acme", "fast", 1, invoice(2))
+
+    def extractor(document: Any, checkpoint: Any) -> dict[str, Any]:
+        steal(job.pk)
+        return invoice_extractor(document, lambda: None)
+
+    assert process_once("w1", extractor=extractor, heartbeat=True).outcome == "lease_lost"
+    assert not Result.objects.exists()
+
+
+def test_a_drain_runs_jobs_publishes_and_ends_at_its_budget():
+    jobs = [queue.enqueue("acme", f"doc-{n}", 1, invoice(n))[0] for n in range(3)]
+    report = Drain("node:1", max_seconds=0.5, poll_seconds=0.1, stop=StopState()).run()
+    assert (report.jobs, report.published, report.ended) == (3, 3, "budget")
+    assert set(Job.objects.filter(pk__in=[j.pk for j in jobs]).values_list("status", flat=True)) == {"succeeded"}
+
+
+def test_a_drain_asked_to_stop_takes_no_job():
+    queue.enqueue("acme", "doc", 1, invoice(1))
+    stop = StopState()
+    stop.requested.set()
+    assert Drain("node:1", max_seconds=5, stop=stop).run().ended == "stopped"
+    assert Job.objects.get().status == "queued"
+
+
+def test_a_hurried_drain_releases_its_lease_without_counting_the_attempt(monkeypatch):
+    job, _ = queue.enqueue("acme", "doc", 1, invoice(1))
+    stop = StopState()
+
+    def extractor(document: Any, checkpoint: Any) -> dict[str, Any]:
+        stop.hurry()  # what SIGUSR2 does in the main thread mid-job
+        raise AssertionError("unreachable")
+
+    monkeypatch.setattr("pipeline.drain.process_once",
+                        lambda worker_id, **kw: process_once(worker_id, **{**kw, "extractor": extractor}))
+    report = Drain("node:1", max_seconds=5, stop=stop).run()
+    assert (report.ended, report.released) == ("interrupted", 1)
+    job.refresh_from_db()
+    assert (job.status, job.attempt, job.fence) == ("queued", 0, 1)
+    assert Attempt.objects.get(job=job).error_code == "shutdown"
+
+
+def waiting_kicks() -> int:
+    return OrmQ.objects.filter(key=Conf.CLUSTER_NAME).count()
+
+
+def test_kicks_commit_with_the_enqueue_and_coalesce():
+    with override_settings(RELAYOPS={**settings.RELAYOPS, "KICK_COALESCE": 2}):
+        for n in range(10):
+            queue.enqueue("acme", f"doc-{n}", 1, invoice(n))
+    assert waiting_kicks() == 2
+
+
+def test_kicks_are_a_no_op_when_disabled():
+    with override_settings(RELAYOPS={**settings.RELAYOPS, "KICKS": False}):
+        queue.enqueue("acme", "doc", 1, invoice(1))
+    assert waiting_kicks() == 0
