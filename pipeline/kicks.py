@@ -9,12 +9,16 @@ parked drains hear the NOTIFY, and the sweeper re-kicks every minute.
 
 from __future__ import annotations
 
+import time
+
 from django.conf import settings
 
 from pipeline import doorbell
 
 DRAIN_TASK = "pipeline.tasks.drain"
 KICK_OPTIONS = {"ack_failure": True, "save": False, "task_name": "relayops-drain"}
+
+_full_until = 0.0  # monotonic time until which this process takes the queue as full without asking
 
 
 def kick(channel: str) -> bool:
@@ -40,7 +44,11 @@ def kick_drain(task: str = DRAIN_TASK) -> bool:
 
     if Conf.SYNC:  # a synchronous "kick" would run a whole drain inside the caller
         return False
+    global _full_until
+    if time.monotonic() < _full_until:  # a burst: one count per KICK_CACHE_SECONDS, not one per enqueue
+        return False
     if waiting_drains(limit=settings.RELAYOPS["KICK_COALESCE"]) >= settings.RELAYOPS["KICK_COALESCE"]:
+        _full_until = time.monotonic() + settings.RELAYOPS["KICK_CACHE_SECONDS"]
         return False
     from django_q.tasks import async_task
 

@@ -131,6 +131,8 @@ RELAYOPS = {
     "KICKS": env.bool("RELAYOPS_KICKS", default=True),
     # A kick is skipped while this many drain tasks already wait unstarted in the broker.
     "KICK_COALESCE": env.int("RELAYOPS_KICK_COALESCE", default=env.int("RELAYOPS_Q_WORKERS", default=2)),
+    # Once the queue was found full, a process skips kicks without asking for this long.
+    "KICK_CACHE_SECONDS": env.float("RELAYOPS_KICK_CACHE_SECONDS", default=0.1),
     # relayops_health fails when due jobs saw no drain progress (or no drain lived) for this long.
     "HEALTH_STALE_SECONDS": env.float("RELAYOPS_HEALTH_STALE_SECONDS", default=120.0),
 }

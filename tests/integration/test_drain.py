@@ -93,7 +93,7 @@ def waiting_kicks() -> int:
 
 
 def test_kicks_commit_with_the_enqueue_and_coalesce():
-    with override_settings(RELAYOPS={**settings.RELAYOPS, "KICK_COALESCE": 2}):
+    with override_settings(RELAYOPS={**settings.RELAYOPS, "KICK_COALESCE": 2, "KICK_CACHE_SECONDS": 0}):
         for n in range(10):
             queue.enqueue("acme", f"doc-{n}", 1, invoice(n))
     assert waiting_kicks() == 2
