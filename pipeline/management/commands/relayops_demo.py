@@ -119,10 +119,10 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             self.stdout.write("\nstopping: the cluster finishes or releases its jobs first ...")
         finally:
+            _stop(cluster)  # a second Ctrl-C meanwhile makes qcluster stop at once
+            _stop(admin, grace=5.0)
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-            _stop(cluster)
-            _stop(admin, grace=5.0)
         self.stdout.write("stopped cleanly")
 
 
@@ -136,12 +136,17 @@ def _spawn(argv: list[str]) -> subprocess.Popen[bytes]:
 
 
 def _stop(process: subprocess.Popen[bytes], grace: float | None = None) -> None:
-    """SIGTERM to the main PID only (a group signal can hang qcluster), then SIGKILL the group."""
+    """SIGTERM to the main PID only (a group signal can hang qcluster), then SIGKILL the group.
+    Interrupted again meanwhile, it sends a second SIGTERM: qcluster's "stop at once"."""
     if process.poll() is not None:
         return
     process.send_signal(signal.SIGTERM)
     try:
-        process.wait(grace if grace is not None else settings.RELAYOPS["SHUTDOWN_GRACE_SECONDS"] + 15)
+        try:
+            process.wait(grace if grace is not None else settings.RELAYOPS["SHUTDOWN_GRACE_SECONDS"] + 15)
+        except KeyboardInterrupt:
+            process.send_signal(signal.SIGTERM)
+            process.wait(15)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
