@@ -67,6 +67,7 @@ class Job(models.Model):
             ),
             models.Index(fields=["tenant", "status", "created_at"], name="job_tenant_status"),
             models.Index(fields=["tenant", "document_id"], name="job_tenant_document"),
+            models.Index(fields=["document_id"], name="job_document"),  # a superuser's search
         ]
 
     def __str__(self) -> str:
@@ -99,6 +100,9 @@ class Result(models.Model):
     fence = models.BigIntegerField()
     created_at = models.DateTimeField()
 
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "id"], name="result_tenant_id")]  # an operator's list
+
     def __str__(self) -> str:
         return self.idempotency_key
 
@@ -124,6 +128,7 @@ class OutboxEvent(models.Model):
         indexes = [
             models.Index(fields=["id"], condition=Q(published_at__isnull=True), name="outbox_pending"),
             models.Index(fields=["published_at"], condition=Q(published_at__isnull=False), name="outbox_published"),
+            models.Index(fields=["tenant", "id"], name="outbox_tenant_id"),  # an operator's list
         ]
 
     def __str__(self) -> str:

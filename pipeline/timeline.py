@@ -77,6 +77,8 @@ def _attempt_entries(attempt: Attempt, job: Job) -> list[Entry]:
     if attempt.ended_at is None:
         return entries
     code = attempt.error_code
+    if not code and job.status == JobStatus.SUCCEEDED and job.fence == attempt.fence:
+        return entries  # the commit ended it: the "Succeeded" entry says so
     if code == ErrorCode.LEASE_EXPIRED:
         title, note = "Lease expired: worker crashed or stalled", "no heartbeat before the lease ran out"
     elif code == ErrorCode.SHUTDOWN:

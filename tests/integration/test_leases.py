@@ -115,6 +115,16 @@ def test_an_expired_lease_past_its_deadline_is_cancelled_not_taken_over(clock):
     job.refresh_from_db()
     assert (job.status, job.fence, job.lease_owner, job.lease_until) == ("cancelled", 1, "", None)
     assert not DeadLetter.objects.exists()
+    # The trigger closes the dead worker's attempt: its lease had expired before the cancel.
+    assert attempts(job.pk)[0][4:] == (clock.now(), "lease_expired")
+
+
+def test_the_commit_closes_the_attempt_in_the_database(clock):
+    job, _ = queue.enqueue("acme", "a", 1, invoice(), clock=clock)
+    lease = queue.lease_next("w1", clock=clock)
+    clock.advance(3)
+    commit_result_with_event(lease, FIELDS, clock=clock)
+    assert attempts(job.pk) == [(1, 1, "w1", clock.now() - dt.timedelta(seconds=3), clock.now(), "")]
 
 
 @pytest.fixture
