@@ -176,5 +176,5 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django_q": {"level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING")}},
+    "loggers": {"django-q": {"level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING")}},
 }
