@@ -30,6 +30,7 @@ log = get_logger(__name__)
 
 STOP_SIGNAL = signal.SIGUSR1
 HURRY_SIGNAL = signal.SIGUSR2
+FORCE_EXIT_SECONDS = 5.0  # after a hurry, a worker still alive this long releases its leases and exits
 
 
 class ShutdownInterrupt(BaseException):
@@ -46,8 +47,10 @@ class StopState:
         self.requested = threading.Event()
         self.hurried = threading.Event()
         self.in_drain = False  # a drain runs in this process's main thread: hurry may interrupt it
+        self.worker_process = False  # a qcluster worker (handlers installed): may be force-exited
         self._interrupted = False
         self._timer: threading.Timer | None = None
+        self._force: threading.Timer | None = None
 
     def request_stop(self, grace_seconds: float) -> None:
         if self.requested.is_set():
@@ -61,14 +64,22 @@ class StopState:
         """Called in the main thread (a signal handler): interrupt the running drain, once."""
         self.requested.set()
         self.hurried.set()
+        if self.worker_process and self._force is None:
+            # Belt and braces: the interrupt lands wherever the job happens to be; if the worker
+            # has not exited shortly after it, stop it from a thread that cannot be interrupted.
+            self._force = threading.Timer(FORCE_EXIT_SECONDS, _force_exit)
+            self._force.daemon = True
+            self._force.start()
         if self.in_drain and not self._interrupted:
             self._interrupted = True
             raise ShutdownInterrupt()
 
     def reset(self) -> None:
         """Forget a stop (tests only: a worker process never un-stops)."""
-        if self._timer is not None:
-            self._timer.cancel()
+        for timer in (self._timer, self._force):
+            if timer is not None:
+                timer.cancel()
+        self._force = None
         self.requested.clear()
         self.hurried.clear()
         self.in_drain = False
@@ -90,7 +101,17 @@ def _on_hurry(signum: int, frame: FrameType | None) -> None:
     STATE.hurry()
 
 
+def _force_exit() -> None:
+    """The worker did not finish after a hurry: release what it still leases, then exit at once."""
+    from pipeline.liveness import worker_id
+
+    log.error("worker.forced_exit", pid=os.getpid(), after_seconds=FORCE_EXIT_SECONDS)
+    release_held(worker_id())
+    os._exit(1)
+
+
 def install_worker_handlers() -> None:
+    STATE.worker_process = True
     signal.signal(STOP_SIGNAL, _on_stop)
     signal.signal(HURRY_SIGNAL, _on_hurry)
 

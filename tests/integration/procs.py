@@ -124,7 +124,25 @@ def relay(args: dict[str, Any]) -> None:
     say(delivered=publisher.delivered, marked=marked, lost_claims=lost)
 
 
-SCENARIOS = {"work": work, "race": race, "zombie": zombie, "relay": relay}
+def stuck(args: dict[str, Any]) -> None:
+    """A qcluster worker whose job ignores the stop: it leases a job, is hurried, and never returns.
+
+    The force-exit watchdog must release the lease and end the process (exit code 1)."""
+    import time
+
+    from pipeline import queue, shutdown
+    from pipeline.liveness import worker_id
+
+    shutdown.FORCE_EXIT_SECONDS = args["force_after"]
+    shutdown.install_worker_handlers()
+    lease = queue.lease_next(worker_id())
+    say(job_id=lease.job_id if lease else None, worker=worker_id())
+    shutdown.STATE.hurry()  # not in a drain: nothing is interrupted, as with a job stuck in C code
+    while True:
+        time.sleep(0.05)  # stuck; only the watchdog ends this process
+
+
+SCENARIOS = {"work": work, "race": race, "zombie": zombie, "relay": relay, "stuck": stuck}
 
 
 def main() -> None:

@@ -284,3 +284,15 @@ def test_two_relays_at_once_publish_every_event_and_none_twice(children):
     assert ConsumedEvent.objects.count() == Review.objects.count() == 30
     assert not OutboxEvent.objects.filter(published_at__isnull=True).exists()
     assert set(OutboxEvent.objects.values_list("publish_attempts", flat=True)) == {1}
+
+
+def test_a_worker_stuck_after_a_hurry_releases_its_lease_and_exits(children):
+    """The second stop signal's watchdog: a job that never returns to the interrupt is not waited for."""
+    job, _ = queue.enqueue("acme", "stuck", 1, invoice(1))
+    child = children("stuck", force_after=0.5)
+    said = child.read_line()
+    assert said["job_id"] == job.pk
+    assert child.proc.wait(DEADLINE_SECONDS) == 1
+    job.refresh_from_db()
+    assert (job.status, job.attempt, job.lease_owner) == ("queued", 0, said["worker"])
+    assert list(job.attempts.values_list("error_code", flat=True)) == ["shutdown"]
