@@ -25,7 +25,7 @@ def pytest_configure(config):
         raise pytest.UsageError(
             f"RelayOps tests need PostgreSQL at {db['HOST']}:{db['PORT']} and could not connect: "
             f"{str(exc).strip().splitlines()[0]}\n"
-            "Start it (README, 'Services'), or point the tests at another server with\n"
+            "Start it (README, section Tests), or point the tests at another server with\n"
             "  DATABASE_URL=postgresql://USER:PASSWORD@HOST:PORT/relayops <the test command>"
         ) from None
 
