@@ -4,7 +4,8 @@ django-q2 gives running tasks no stop signal: on SIGTERM the sentinel stops its 
 STOP pill per worker behind the tasks already prefetched, then waits for the workers. So:
 
 - every worker, when spawned (``post_spawn``), installs the stop handlers of pipeline.shutdown and
-  kicks one drain, so each worker soon hosts a parked drain;
+  runs its first drain inline, before it reads django-q2's task queue: each worker hosts a parked
+  drain from its first second, whichever node's pusher the broker's kicks go to;
 - ``Sentinel.stop`` is wrapped to send SIGUSR1 (stop) to its live workers *before* the original
   stop runs: parked drains return at once, running jobs get the grace period, and prefetched drains
   return immediately, so the STOP pills are reached quickly;
@@ -142,16 +143,20 @@ def _expect_dead_workers(sentinel: Any, timeout: float = 2.0) -> None:
 
 
 def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
-    """In each new worker: stop handlers, then one drain kick so the worker soon hosts a drain."""
-    from pipeline import kicks
+    """In each new worker: stop handlers, then its first drain, inline.
+
+    A kick would do too, but on a node started next to a busy one the other node's pusher may take
+    it. The drain's successor goes through the broker like any kick.
+    """
+    from pipeline import tasks
     from pipeline.shutdown import install_worker_handlers
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     install_worker_handlers()
     try:
-        kicks.kick_drain()
-    except Exception as exc:  # the sweeper will kick later
-        log.error("worker.kick_failed", error_type=type(exc).__name__)
+        tasks.drain()
+    except Exception as exc:  # logged by the drain; the sweeper kicks again within a minute
+        log.error("worker.first_drain_failed", error_type=type(exc).__name__)
 
 
 def _announce_crash_injection() -> None:
