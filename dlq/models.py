@@ -57,7 +57,10 @@ class AuditEntry(models.Model):
         constraints = [
             models.CheckConstraint(condition=~Q(operator=""), name="audit_operator_required"),
         ]
-        indexes = [models.Index(fields=["tenant", "at"], name="audit_tenant_at")]
+        indexes = [
+            models.Index(fields=["tenant", "at"], name="audit_tenant_at"),
+            models.Index(fields=["at", "id"], name="audit_at_id"),  # the superuser's list, newest first
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} by {self.operator} at {self.at:%Y-%m-%d %H:%M}"
@@ -74,7 +77,10 @@ class ReprocessRefusal(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
-        indexes = [models.Index(fields=["tenant", "at"], name="refusal_tenant_at")]
+        indexes = [
+            models.Index(fields=["tenant", "at"], name="refusal_tenant_at"),
+            models.Index(fields=["at", "id"], name="refusal_at_id"),  # the superuser's list, newest first
+        ]
 
     def __str__(self) -> str:
         return f"refused for {self.operator} at {self.at:%Y-%m-%d %H:%M}"
