@@ -20,14 +20,12 @@ import math
 import os
 import re
 import statistics
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchdb import fresh_database  # bench/ is on sys.path when run as a script
 
 # Tenant shares per 200 consecutive job ids: tenants interleave, as they do in a shared queue.
 TENANTS = {"acme": 80, "globex": 50, "initech": 30, "umbrella": 20, "hooli": 19, "wonka": 1}
@@ -171,28 +169,10 @@ SEED = [
 ]
 
 
-def _database_url(db: str) -> str:
-    base = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/relayops").rsplit("/", 1)[0]
-    return f"{base}/{db}"
-
-
 def _setup(db: str) -> None:
     """A fresh, migrated database and Django as production runs it (DEBUG off), plus the test client's host."""
-    import psycopg
-
-    with psycopg.connect(_database_url("postgres"), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{db}"')
     hosts = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
-    os.environ.update(DATABASE_URL=_database_url(db), DEBUG="0", ALLOWED_HOSTS=f"{hosts},testserver",
-                      LOG_LEVEL="WARNING", DJANGO_SETTINGS_MODULE="relayops.settings")
-    os.environ.setdefault("SECRET_KEY", "bench")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    fresh_database(db, DEBUG="0", ALLOWED_HOSTS=f"{hosts},testserver")
 
 
 def _users() -> dict[str, Any]:

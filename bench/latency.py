@@ -19,34 +19,14 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchdb import ROOT, fresh_database  # bench/ is on sys.path when run as a script
 TARGETS = {"enqueue -> start": {"median": 10.0, "p95": 50.0}, "commit -> published": {"median": 20.0}}
 PAYLOAD = {"text": "INVOICE NO: INV-1\nDATE: 2026-02-14\nVENDOR: Globex Supplies\nTOTAL: 12.50 EUR\n"}
 
 
-def _database_url(db: str) -> str:
-    base = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/relayops").rsplit("/", 1)[0]
-    return f"{base}/{db}"
-
-
 def _setup(db: str) -> None:
-    import psycopg
-
-    with psycopg.connect(_database_url("postgres"), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{db}"')
-    os.environ.update(DATABASE_URL=_database_url(db), LOG_LEVEL="WARNING", DJANGO_Q_LOG_LEVEL="WARNING",
-                      RELAYOPS_NODE_NAME="bench", DJANGO_SETTINGS_MODULE="relayops.settings")
-    os.environ.setdefault("SECRET_KEY", "bench")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    fresh_database(db, DJANGO_Q_LOG_LEVEL="WARNING", RELAYOPS_NODE_NAME="bench")
 
 
 def _wait(predicate, timeout: float, what: str):

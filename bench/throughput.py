@@ -10,25 +10,11 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchdb import fresh_database, use_database  # bench/ is on sys.path when run as a script
 REFERENCES = {"pgbench, same two transactions": 2800, "lean psycopg loop": 1900, "Procrastinate": 340,
               "django-q2 ORM broker": 200}
-
-
-def _setup_django(db: str) -> None:
-    base = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/relayops").rsplit("/", 1)[0]
-    os.environ["DATABASE_URL"] = f"{base}/{db}"
-    os.environ.setdefault("SECRET_KEY", "bench")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "relayops.settings")
-    import django
-
-    django.setup()
 
 
 def _noop_extractor(document, checkpoint):
@@ -37,7 +23,7 @@ def _noop_extractor(document, checkpoint):
 
 
 def _worker(db: str, name: str, counts) -> None:
-    _setup_django(db)
+    use_database(db)
     from pipeline.shutdown import STATE
     from pipeline.worker import process_once
 
@@ -55,19 +41,11 @@ def main() -> None:
     parser.add_argument("--db", default="relayops_bench")
     args = parser.parse_args()
 
-    import psycopg
-
-    base = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/relayops").rsplit("/", 1)[0]
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{args.db}"')
-    _setup_django(args.db)
-    from django.core.management import call_command
+    fresh_database(args.db)
     from django.db import connection
 
     from pipeline import queue
 
-    call_command("migrate", verbosity=0)
     started = time.perf_counter()
     for n in range(args.jobs):
         queue.enqueue("bench", f"doc-{n}", 1, {"text": "x"})
