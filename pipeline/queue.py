@@ -50,7 +50,8 @@ class Lease:
     deadline_at: dt.datetime
 
 
-def _lease_seconds(value: float | None) -> float:
+def lease_seconds_or_default(value: float | None) -> float:
+    """``value``, or the configured lease length when None; InvalidInputError outside (0, 86400]."""
     seconds = settings.RELAYOPS["LEASE_SECONDS"] if value is None else value
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 86400:
         raise InvalidInputError("lease_seconds", "must be a number in (0, 86400]")
@@ -134,7 +135,7 @@ def lease_next(worker_id: str, *, lease_seconds: float | None = None, clock: Clo
     """
     if not isinstance(worker_id, str) or not worker_id or len(worker_id) > 200 or not worker_id.isprintable():
         raise InvalidInputError("worker_id", "must be a non-empty printable string of at most 200 characters")
-    seconds = _lease_seconds(lease_seconds)
+    seconds = lease_seconds_or_default(lease_seconds)
     while True:
         now = clock.now()
         lease_until = now + dt.timedelta(seconds=seconds)
@@ -170,7 +171,7 @@ def _held(lease: Lease):
 def heartbeat(lease: Lease, *, lease_seconds: float | None = None, clock: Clock = system_clock) -> Lease:
     """Extend a current lease; returns the lease with its new expiry."""
     lease = _check_lease(lease)
-    lease_until = clock.now() + dt.timedelta(seconds=_lease_seconds(lease_seconds))
+    lease_until = clock.now() + dt.timedelta(seconds=lease_seconds_or_default(lease_seconds))
     if not _held(lease).update(lease_until=lease_until, visible_at=lease_until):
         raise StaleLeaseError(lease.job_id, lease.fence)
     return Lease(**{**lease.__dict__, "lease_until": lease_until})

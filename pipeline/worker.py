@@ -44,7 +44,7 @@ def process_once(
     if lease is None:
         return WorkOutcome("idle")
     crash("after_lease")
-    seconds = queue._lease_seconds(lease_seconds)
+    seconds = queue.lease_seconds_or_default(lease_seconds)
     beat = Heartbeat(lease, lease_seconds=seconds, clock=clock) if heartbeat else None
     try:
         with beat or contextlib.nullcontext():
