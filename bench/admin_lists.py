@@ -34,7 +34,7 @@ LARGE, SMALL = "acme", "wonka"
 SPAN = dt.timedelta(days=35)  # finished jobs are spread over this; outbox rows live 7 days, a fifth
 OUTBOX_DAYS = 7
 BACKLOG, LEASED, PENDING_EVENTS = 2000, 20, 100
-BIG_TABLES = ("pipeline_job", "pipeline_result", "pipeline_outboxevent", "dlq_deadletter")
+BIG_TABLES = ("pipeline_job", "pipeline_result", "pipeline_outboxevent", "pipeline_deadletter")
 SLOW_MS = 300.0
 WIDE_SCAN = 100_000  # rows a plan node reads, over which its plan is marked
 JOB_COLUMNS = """tenant, document_id, operation_version, idempotency_key, payload, payload_hash, status, attempt,
@@ -77,7 +77,7 @@ FROM n ORDER BY g
 """
 
 DEAD_LETTERS = """
-INSERT INTO dlq_deadletter (job_id, tenant, reason_code, error_code, attempts, created_at)
+INSERT INTO pipeline_deadletter (job_id, tenant, reason_code, error_code, attempts, created_at)
 SELECT id, tenant,
        CASE WHEN last_error_code = 'document_malformed' THEN 'permanent_error' ELSE 'max_attempts_exceeded' END,
        last_error_code, attempt, finished_at
@@ -99,13 +99,13 @@ INSERT INTO dlq_auditentry (at, action, tenant, operator, operator_user_id, reas
                             new_job_id)
 SELECT nj.created_at, 'reprocess', nj.tenant, 'op-' || nj.tenant, NULL, 'the vendor re-sent a readable copy',
        d.id, d.job_id, nj.id
-FROM pipeline_job nj JOIN dlq_deadletter d ON d.job_id = nj.reprocessed_from_id ORDER BY nj.created_at
+FROM pipeline_job nj JOIN pipeline_deadletter d ON d.job_id = nj.reprocessed_from_id ORDER BY nj.created_at
 """
 
 REFUSALS = """
 INSERT INTO dlq_reprocessrefusal (at, tenant, operator, dead_letter_id, retry_after_seconds)
 SELECT created_at + interval '10 minutes', tenant, 'op-' || tenant, id, 1800
-FROM dlq_deadletter WHERE mod(id, 100) = 7 ORDER BY id
+FROM pipeline_deadletter WHERE mod(id, 100) = 7 ORDER BY id
 """
 
 RESULTS = """
@@ -232,7 +232,8 @@ class Measurement:
 
 def _samples() -> dict[str, str]:
     """Keys and ids that exist, to search for: each is the middle row of its kind."""
-    from dlq.models import AuditEntry, DeadLetter
+    from dlq.models import AuditEntry
+from pipeline.models import DeadLetter
     from pipeline.models import OutboxEvent, Review
 
     def middle(rows: Any) -> Any:
@@ -252,7 +253,7 @@ def _pages(s: dict[str, str]) -> list[Page]:
     root, small, large = "superuser", f"op {SMALL}", f"op {LARGE}"
     midnight = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     past_week = {"at__gte": str(midnight - dt.timedelta(days=7)), "at__lt": str(midnight + dt.timedelta(days=1))}
-    models = ["pipeline_job", "pipeline_result", "pipeline_outboxevent", "pipeline_review", "dlq_deadletter",
+    models = ["pipeline_job", "pipeline_result", "pipeline_outboxevent", "pipeline_review", "pipeline_deadletter",
               "dlq_auditentry", "dlq_reprocessrefusal"]
     pages = [Page(model, who, {}) for model in models for who in (root, small, large)]
     variants = {
@@ -276,7 +277,7 @@ def _pages(s: dict[str, str]) -> list[Page]:
             (root, {"status": "pending"}), (root, {"tenant": SMALL}), (root, {"age": "old"}),
             (root, {"q": s["review_doc"]}), (root, {"p": "2"}), (small, {"status": "pending"}),
         ],
-        "dlq_deadletter": [
+        "pipeline_deadletter": [
             (root, {"reason_code": "permanent_error"}), (root, {"tenant": SMALL}), (root, {"age": "7d"}),
             (root, {"q": s["dead_key"]}), (root, {"q": s["dead_doc"]}), (root, {"p": "2"}),
             (small, {"age": "old"}), (large, {"reason_code": "max_attempts_exceeded"}), (large, {"p": "2"}),

@@ -72,13 +72,13 @@ def main() -> None:
     _setup(args.db)
     from django.db import connection
 
-    from pipeline.models import DrainBeat
+    from pipeline.models import DrainPresence
 
     connection.close()
     cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=os.environ.copy(),
                                start_new_session=True)
     try:
-        _wait(lambda: DrainBeat.objects.count() >= 2, 30, "two parked drains")
+        _wait(lambda: DrainPresence.objects.count() >= 2, 30, "two parked drains")
         starts, publishes = [], []
         began = time.monotonic()
         for n in range(args.warmup + args.jobs):

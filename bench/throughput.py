@@ -24,13 +24,13 @@ def _noop_extractor(document, checkpoint):
 
 def _worker(db: str, name: str, counts) -> None:
     use_database(db)
-    from pipeline.shutdown import STATE
+    from pipeline.runtime import wakeups
     from pipeline.worker import process_once
 
-    STATE.in_drain = True  # as in a cluster's drain: the commit skips the outbox kick (kicks.kick)
     done = 0
-    while process_once(name, extractor=_noop_extractor).outcome != "idle":
-        done += 1
+    with wakeups.relaying_here():  # as in a cluster's drain: the commit skips the outbox kick
+        while process_once(name, extractor=_noop_extractor).outcome != "idle":
+            done += 1
     counts[name] = done
 
 

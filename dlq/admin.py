@@ -19,14 +19,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from dlq.models import AuditEntry, DeadLetter, ReprocessRefusal
+from dlq.models import AuditEntry, ReprocessRefusal
 from dlq.ratelimit import ReprocessLimit
 from dlq.services import MAX_REASON_LENGTH, reprocess_from_dlq
-from pipeline.admin import AgeFilter, age_of, job_link, timeline_link
 from pipeline.errors import NotReprocessableError, ReprocessRateLimitedError
-from pipeline.models import Job
-from pipeline.timeline import format_duration
-from tenancy.admin import PipelineRowAdmin, TenantFilter
+from pipeline.models import DeadLetter, Job
+from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, format_duration, job_link
+from tenancy.admin_base import timeline_link
 from tenancy.services import scope
 
 
@@ -95,7 +94,7 @@ class DeadLetterAdmin(PipelineRowAdmin):
             raise PermissionDenied
         confirmed = self.confirm_action(
             request, queryset, action="reprocess", title="Reprocess dead letters as new versions",
-            template="admin/dlq/deadletter/reprocess_confirmation.html", form_class=ReprocessForm,
+            template="admin/pipeline/deadletter/reprocess_confirmation.html", form_class=ReprocessForm,
         )
         if isinstance(confirmed, HttpResponse) or confirmed is None:
             return confirmed
@@ -228,7 +227,7 @@ class ReprocessRefusalAdmin(PipelineRowAdmin):
 
     @admin.display(description="dead letter")
     def dead_letter_job(self, refusal: ReprocessRefusal) -> str:
-        url = reverse("admin:dlq_deadletter_change", args=[refusal.dead_letter_id])
+        url = reverse("admin:pipeline_deadletter_change", args=[refusal.dead_letter_id])
         return format_html('<a href="{}">{}</a>', url, refusal.dead_letter.job.idempotency_key)
 
     @admin.display(description="retry after", ordering="retry_after_seconds")

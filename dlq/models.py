@@ -1,4 +1,7 @@
-"""Dead letters (a job and a classified reason) and the append-only audit of operator decisions."""
+"""The append-only audit of operator decisions on dead letters, and the reprocesses the rate limit refused.
+
+The dead letters themselves are pipeline rows (pipeline.models.DeadLetter), written with the job's end.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from pipeline.models import Job
-from pipeline.reasons import DeadLetterReason, ErrorCode
-
-
-class DeadLetter(models.Model):
-    """A job that failed for good. Holds a reason code and the last error code, never error text."""
-
-    job = models.OneToOneField(Job, on_delete=models.PROTECT, related_name="dead_letter")
-    tenant = models.CharField(max_length=33)
-    reason_code = models.CharField(max_length=32, choices=DeadLetterReason.choices)
-    error_code = models.CharField(max_length=32, choices=ErrorCode.choices, blank=True, default="")
-    attempts = models.PositiveIntegerField()
-    created_at = models.DateTimeField()
-
-    class Meta:
-        permissions = [("reprocess_deadletter", "Can reprocess a dead letter as a new job version")]
-        constraints = [
-            models.CheckConstraint(condition=Q(reason_code__in=DeadLetterReason.values), name="deadletter_reason_valid"),
-        ]
-        indexes = [models.Index(fields=["tenant", "created_at"], name="deadletter_tenant_created")]
-
-    def __str__(self) -> str:
-        return f"{self.job.idempotency_key} ({self.reason_code})"
+from pipeline.models import DeadLetter, Job
 
 
 class AuditAction(models.TextChoices):
@@ -53,6 +34,7 @@ class AuditEntry(models.Model):
 
     class Meta:
         verbose_name_plural = "audit entries"
+        permissions = [("reprocess_deadletter", "Can reprocess a dead letter as a new job version")]
         ordering = ["-at", "-id"]
         constraints = [
             models.CheckConstraint(condition=~Q(operator=""), name="audit_operator_required"),

@@ -1,32 +1,22 @@
-"""DLQ services: dead-lettering a job and the audited reprocess of a dead letter as a new version."""
+"""DLQ services: the audited reprocess of a dead letter as a new version."""
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
-from dlq.models import AuditAction, AuditEntry, DeadLetter
+from dlq.models import AuditAction, AuditEntry
 from dlq.ratelimit import check_reprocess_allowed, record_refusal
 from pipeline import queue
 from pipeline.clock import Clock, system_clock
 from pipeline.errors import InvalidInputError, NotReprocessableError, ReprocessRateLimitedError
-from pipeline.models import Job
-from pipeline.reasons import DeadLetterReason, ErrorCode
+from pipeline.models import DeadLetter, Job
 from pipeline.states import JobStatus
+from relayops.validation import check_int
 
 MAX_REASON_LENGTH = 500
-
-
-def dead_letter_job(job_id: int, reason: DeadLetterReason, error_code: ErrorCode, now: dt.datetime) -> DeadLetter:
-    """Record a job already moved to ``dead_lettered``. Callers hold the transaction that moved it."""
-    job = Job.objects.only("tenant", "attempt").get(pk=job_id)
-    return DeadLetter.objects.create(
-        job_id=job_id, tenant=job.tenant, reason_code=DeadLetterReason(reason),
-        error_code=ErrorCode(error_code), attempts=job.attempt, created_at=now,
-    )
 
 
 @dataclass(frozen=True)
@@ -56,8 +46,7 @@ def reprocess_from_dlq(
     is recorded as a ReprocessRefusal.
     """
     name, user = _operator_identity(operator)
-    if isinstance(dead_letter_id, bool) or not isinstance(dead_letter_id, int):
-        raise InvalidInputError("dead_letter_id", "must be an int")
+    check_int("dead_letter_id", dead_letter_id)
     if not isinstance(reason, str) or len(reason) > MAX_REASON_LENGTH or "\x00" in reason:
         raise InvalidInputError("reason", f"must be a string of at most {MAX_REASON_LENGTH} characters")
     try:

@@ -1,4 +1,4 @@
-"""The pipeline's admin: jobs, results, outbox events and reviews, read-only, plus the document timeline.
+"""The pipeline's admin: jobs, results, outbox events and reviews, read-only.
 
 Lists select their related rows up front (the query count does not grow with the rows shown) and
 never show payloads, results' data or events' payloads. Review decisions go through pipeline.reviews.
@@ -6,66 +6,18 @@ never show payloads, results' data or events' payloads. Review decisions go thro
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
-from django.utils import timezone
-from django.utils.html import format_html
 
 from pipeline.models import Job, OutboxEvent, Result, Review, ReviewStatus
 from pipeline.reviews import decide_review, with_wait
-from pipeline.timeline import document_timeline, format_duration
-from tenancy.admin import PipelineRowAdmin, TenantFilter
-
-AGE_BUCKETS = {
-    "1h": ("less than an hour", dt.timedelta(0), dt.timedelta(hours=1)),
-    "1d": ("1 hour to 1 day", dt.timedelta(hours=1), dt.timedelta(days=1)),
-    "7d": ("1 to 7 days", dt.timedelta(days=1), dt.timedelta(days=7)),
-    "old": ("older than 7 days", dt.timedelta(days=7), None),
-}
-
-
-class AgeFilter(admin.SimpleListFilter):
-    """Age buckets on the admin's ``age_field``: a range on an indexed timestamp, never a computation."""
-
-    title = "age"
-    parameter_name = "age"
-
-    def __init__(self, request: HttpRequest, params: Any, model: Any, model_admin: Any) -> None:
-        self.field = getattr(model_admin, "age_field", "created_at")
-        super().__init__(request, params, model, model_admin)
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(key, label) for key, (label, _, _) in AGE_BUCKETS.items()]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() not in AGE_BUCKETS:
-            return queryset
-        _, younger, older = AGE_BUCKETS[str(self.value())]
-        now = timezone.now()
-        queryset = queryset.filter(**{f"{self.field}__lte": now - younger})
-        return queryset.filter(**{f"{self.field}__gt": now - older}) if older else queryset
-
-
-def age_of(since: dt.datetime | None) -> str:
-    return format_duration(timezone.now() - since) if since else "-"
-
-
-def timeline_link(job_id: int) -> str:
-    return format_html('<a href="{}">timeline</a>', reverse("admin:pipeline_job_timeline", args=[job_id]))
-
-
-def job_link(job: Job) -> str:
-    url = reverse("admin:pipeline_job_change", args=[job.pk])
-    return format_html('<a href="{}">v{}</a>', url, job.operation_version)
-
+from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, format_duration, job_link
+from tenancy.admin_base import timeline_link
+from tenancy.services import scope
 
 JOB_FIELDS = (
     "idempotency_key", "tenant", "document_id", "operation_version", "status", "attempt", "max_attempts",
@@ -92,23 +44,6 @@ class JobAdmin(PipelineRowAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         return super().get_queryset(request).defer("payload")
-
-    def get_urls(self) -> list[URLPattern]:
-        view = self.admin_site.admin_view(self.timeline_view)
-        return [path("<path:object_id>/timeline/", view, name="pipeline_job_timeline"), *super().get_urls()]
-
-    def timeline_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Everything that happened to this job's document, every version, in time order."""
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        job = self.get_object(request, unquote(object_id))  # another tenant's job: 404
-        context = {
-            **self.admin_site.each_context(request), "opts": self.opts, "job": job,
-            "title": f"Timeline of {job.tenant}:{job.document_id}",
-            "timeline": document_timeline(job.tenant, job.document_id),
-        }
-        request.current_app = self.admin_site.name
-        return TemplateResponse(request, "admin/pipeline/job/timeline.html", context)
 
     @admin.display(description="version", ordering="operation_version")
     def version(self, job: Job) -> str:
@@ -185,7 +120,7 @@ class OutboxEventAdmin(PipelineRowAdmin):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         oldest = (
-            self.get_queryset(request).filter(published_at__isnull=True).order_by("id")
+            scope(OutboxEvent.objects.unpublished(), request.user).order_by("id")
             .values_list("created_at", flat=True).first()
         )
         extra = {"oldest_pending_age": age_of(oldest) if oldest else None, **(extra_context or {})}

@@ -10,12 +10,12 @@ from django.core.exceptions import ImproperlyConfigured
 
 from pipeline.crash import CrashInjector
 from pipeline.errors import InvalidInputError
-from pipeline.pruner import check_retention
+from pipeline.maintenance.pruner import check_retention
 
 
 @checks.register()
 def retention_windows(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """The consumer's dedupe memory must outlive the outbox's retention (pipeline.pruner)."""
+    """The consumer's dedupe memory must outlive the outbox's retention (pipeline.maintenance.pruner)."""
     options = settings.RELAYOPS
     try:
         check_retention(options["OUTBOX_RETENTION_DAYS"], options["CONSUMER_DEDUPE_RETENTION_DAYS"])

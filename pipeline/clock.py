@@ -30,3 +30,8 @@ class FrozenClock:
 
 
 system_clock = SystemClock()
+
+
+def seconds_since(now: dt.datetime, since: dt.datetime | None) -> float | None:
+    """How long ago ``since`` was, in seconds, never negative; None when there is no ``since``."""
+    return None if since is None else max((now - since).total_seconds(), 0.0)

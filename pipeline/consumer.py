@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -43,8 +42,3 @@ class ReviewHandoffConsumer:
                 job_id=event.payload["job_id"], created_at=now,
             )
         return ConsumeOutcome(applied=True, reason="applied")
-
-    def seen(self, event_id: uuid.UUID) -> bool:
-        from pipeline.models import ConsumedEvent
-
-        return ConsumedEvent.objects.filter(consumer=self.name, event_id=event_id).exists()

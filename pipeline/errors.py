@@ -1,23 +1,15 @@
-"""RelayOps' one exception hierarchy. Each class's docstring is its default message."""
+"""The pipeline's exceptions, rooted in relayops.errors. Each class's docstring is its default message."""
 
 from __future__ import annotations
 
 from pipeline.reasons import ErrorClass, ErrorCode
+from relayops.errors import InvalidInputError, RelayOpsError
 
-
-class RelayOpsError(Exception):
-    """A RelayOps operation failed."""
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or (self.__doc__ or "").strip())
-
-
-class InvalidInputError(RelayOpsError, ValueError):
-    """An argument is invalid."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        self.field = field
-        super().__init__(f"{field}: {problem}")
+__all__ = [
+    "RelayOpsError", "InvalidInputError", "IdempotencyConflictError", "StaleLeaseError", "LeaseLostError",
+    "NotReprocessableError", "ReprocessRateLimitedError", "JobFailure", "TransientError", "PermanentError",
+    "JobCancelledError", "CrashSimulated", "ShutdownInterrupt",
+]
 
 
 class IdempotencyConflictError(RelayOpsError):
@@ -35,6 +27,10 @@ class StaleLeaseError(RelayOpsError):
         self.job_id = job_id
         self.fence = fence
         super().__init__(f"job {job_id}: fence {fence} is not the current lease")
+
+
+class LeaseLostError(RelayOpsError):
+    """The lease was lost (expired and taken, or finished elsewhere): abandon the job, commit nothing."""
 
 
 class NotReprocessableError(RelayOpsError):
@@ -89,3 +85,10 @@ class CrashSimulated(BaseException):
     def __init__(self, point: str) -> None:
         self.point = point
         super().__init__(f"crash injected at {point}")
+
+
+class ShutdownInterrupt(BaseException):
+    """The cluster stops now: abandon the running job; its lease is released, not failed.
+
+    A BaseException, like django-q2's own TimeoutException, so no ``except Exception`` in a job absorbs it.
+    """

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any
 
-from pipeline.errors import InvalidInputError
+from relayops.errors import InvalidInputError
+from relayops.validation import check_int
+from tenancy.names import TENANT_RE, validate_tenant
 
-TENANT_RE = re.compile(r"^[a-z][a-z0-9-]{1,32}$")
-MAX_DOCUMENT_ID_LENGTH = 255
+__all__ = [
+    "TENANT_RE", "validate_tenant", "validate_document_id", "validate_version", "build_idempotency_key",
+    "canonical_json", "payload_hash",
+]
 
-
-def validate_tenant(tenant_id: object) -> str:
-    if not isinstance(tenant_id, str) or not TENANT_RE.fullmatch(tenant_id):
-        raise InvalidInputError("tenant_id", f"must match {TENANT_RE.pattern}, got {tenant_id!r}")
-    return tenant_id
+MAX_DOCUMENT_ID_LENGTH = 255  # Job.document_id
+MAX_OPERATION_VERSION = 2**31 - 1  # Job.operation_version is an integer column
+MAX_KEY_LENGTH = 300  # Job.idempotency_key
 
 
 def validate_document_id(document_id: object) -> str:
@@ -30,19 +31,18 @@ def validate_document_id(document_id: object) -> str:
 
 
 def validate_version(operation_version: object) -> int:
-    if isinstance(operation_version, bool) or not isinstance(operation_version, int):
-        raise InvalidInputError("operation_version", f"must be an int >= 1, got {operation_version!r}")
-    if operation_version < 1:
-        raise InvalidInputError("operation_version", f"must be an int >= 1, got {operation_version}")
-    return operation_version
+    return check_int("operation_version", operation_version, low=1, high=MAX_OPERATION_VERSION)
 
 
 def build_idempotency_key(tenant_id: str, document_id: str, operation_version: int) -> str:
-    """Return ``tenant:document:vN``; raise ``ValueError`` naming the first invalid field."""
+    """Return ``tenant:document:vN``; raise InvalidInputError (a ValueError) naming the first invalid field."""
     validate_tenant(tenant_id)
     validate_document_id(document_id)
     validate_version(operation_version)
-    return f"{tenant_id}:{document_id}:v{operation_version}"
+    key = f"{tenant_id}:{document_id}:v{operation_version}"
+    if len(key) > MAX_KEY_LENGTH:
+        raise InvalidInputError("idempotency_key", f"{key[:40]}... is longer than {MAX_KEY_LENGTH} characters")
+    return key
 
 
 def canonical_json(payload: Any) -> str:

@@ -1,15 +1,38 @@
-"""The durable state of the pipeline. Rows change only through the services in this package."""
+"""The durable state of the pipeline. Rows change only through the services in this package.
+
+The questions every reader asks are answered once, here, as QuerySet methods: which jobs a worker
+could claim now (``Job.objects.claimable``), which events a relay could claim now
+(``OutboxEvent.objects.pending``) and which are still unpublished.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from pipeline.reasons import ErrorCode
+from pipeline.reasons import DeadLetterReason, ErrorCode
 from pipeline.states import LIVE_STATUSES, JobStatus
+
+MAX_PUBLISH_ATTEMPTS = 20  # then an event is parked: pending, visible in the admin, no longer claimed
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    def live(self) -> "JobQuerySet":
+        return self.filter(status__in=LIVE_STATUSES)
+
+    def claimable(self, now: dt.datetime) -> "JobQuerySet":
+        """Jobs a worker's claim takes at ``now``: queued or with an expired lease, visible, with an
+        attempt left. One past its deadline is included: the claim cancels it. An expired lease with
+        no attempt left is not: the lease rescuer dead-letters it. (``sql.CLAIMABLE`` says the same.)"""
+        return self.live().filter(visible_at__lte=now, attempt__lt=F("max_attempts"))
+
+    def waiting(self) -> "JobQuerySet":
+        """Live jobs that will be claimable at some point (``visible_at`` says when)."""
+        return self.live().filter(attempt__lt=F("max_attempts"))
 
 
 class Job(models.Model):
@@ -38,6 +61,8 @@ class Job(models.Model):
     reprocessed_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="reprocessed_as"
     )
+
+    objects = JobQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -107,6 +132,19 @@ class Result(models.Model):
         return self.idempotency_key
 
 
+class OutboxEventQuerySet(models.QuerySet["OutboxEvent"]):
+    def unpublished(self) -> "OutboxEventQuerySet":
+        """Events not yet published: claimed, waiting, or parked after too many failed publishes."""
+        return self.filter(published_at__isnull=True)
+
+    def pending(self, now: dt.datetime) -> "OutboxEventQuerySet":
+        """Events a relay's claim takes at ``now``: unpublished, unclaimed or with an expired claim, and
+        not parked. (``sql.CLAIM_EVENTS`` says the same.)"""
+        return self.unpublished().filter(
+            Q(claimed_until__isnull=True) | Q(claimed_until__lt=now), publish_attempts__lt=MAX_PUBLISH_ATTEMPTS
+        )
+
+
 class OutboxEvent(models.Model):
     """An event committed with its result, published later by the relay."""
 
@@ -120,6 +158,8 @@ class OutboxEvent(models.Model):
     publish_attempts = models.PositiveIntegerField(default=0)
     claim_token = models.UUIDField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
+
+    objects = OutboxEventQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -186,20 +226,21 @@ class ConsumedEvent(models.Model):
         indexes = [models.Index(fields=["consumed_at"], name="consumed_at")]
 
 
-class DrainBeat(models.Model):
-    """A drain process's liveness: when it last looked for work, and when it last did some.
+class DrainPresence(models.Model):
+    """A drain process's presence: when it last looked for work, and when it last did some.
 
-    Written by the drains (pipeline.liveness), read by ``relayops_health`` and ``relayops_status``.
+    Written by the drains (pipeline.runtime.liveness), read by ``relayops_health`` and ``relayops_status``.
     """
 
     worker = models.CharField(max_length=200, unique=True)  # "node:pid", also the jobs' lease_owner
     node = models.CharField(max_length=100)
     started_at = models.DateTimeField()
-    beat_at = models.DateTimeField()
+    seen_at = models.DateTimeField()
     progress_at = models.DateTimeField(null=True, blank=True)  # last job run or event published
 
     class Meta:
-        indexes = [models.Index(fields=["node", "beat_at"], name="drainbeat_node_beat")]
+        verbose_name_plural = "drain presences"
+        indexes = [models.Index(fields=["node", "seen_at"], name="presence_node_seen")]
 
     def __str__(self) -> str:
         return self.worker
@@ -221,3 +262,27 @@ class QueueDepthSample(models.Model):
             models.Index(fields=["sampled_at"], name="depthsample_at"),
             models.Index(fields=["tenant", "sampled_at"], name="depthsample_tenant_at"),
         ]
+
+
+class DeadLetter(models.Model):
+    """A job that failed for good. Holds a reason code and the last error code, never error text.
+
+    Written by pipeline.queue in the transaction that moves the job to ``dead_lettered``; the dlq app
+    reprocesses it as a new version.
+    """
+
+    job = models.OneToOneField(Job, on_delete=models.PROTECT, related_name="dead_letter")
+    tenant = models.CharField(max_length=33)
+    reason_code = models.CharField(max_length=32, choices=DeadLetterReason.choices)
+    error_code = models.CharField(max_length=32, choices=ErrorCode.choices, blank=True, default="")
+    attempts = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(reason_code__in=DeadLetterReason.values), name="deadletter_reason_valid"),
+        ]
+        indexes = [models.Index(fields=["tenant", "created_at"], name="deadletter_tenant_created")]
+
+    def __str__(self) -> str:
+        return f"{self.job.idempotency_key} ({self.reason_code})"

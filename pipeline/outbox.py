@@ -8,12 +8,14 @@ from typing import Any
 
 from django.db import transaction
 
-from pipeline import doorbell, sql
+from pipeline import sql
 from pipeline.clock import Clock, system_clock
 from pipeline.errors import IdempotencyConflictError, InvalidInputError
 from pipeline.idempotency import canonical_json
 from pipeline.models import OutboxEvent, Result
 from pipeline.queue import Lease, complete
+from pipeline.runtime import wakeups
+from relayops.validation import check_text
 
 RESULT_TOPIC = "extraction.completed"
 TOPIC_MAX_LENGTH = 64  # OutboxEvent.topic
@@ -37,8 +39,7 @@ def commit_result_with_event(
     """
     if not isinstance(lease, Lease):
         raise InvalidInputError("lease", "must be a Lease returned by lease_next")
-    if not isinstance(topic, str) or not topic or len(topic) > TOPIC_MAX_LENGTH or not topic.isprintable():
-        raise InvalidInputError("topic", f"must be a non-empty printable string of at most {TOPIC_MAX_LENGTH}")
+    check_text("topic", topic, max_length=TOPIC_MAX_LENGTH)
     try:
         data = canonical_json(result)
     except InvalidInputError as exc:
@@ -63,7 +64,7 @@ def commit_result_with_event(
         })
         if not landed:  # an event without a result: only code bypassing this service could do that
             event_id = OutboxEvent.objects.get(topic=topic, idempotency_key=lease.idempotency_key).event_id
-        doorbell.ring(doorbell.OUTBOX)
+        wakeups.ring(wakeups.OUTBOX)
         return CommitOutcome(result_id=inserted[0]["id"], event_id=event_id, deduped=False)
 
 

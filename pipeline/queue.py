@@ -1,34 +1,38 @@
-"""The queue service: enqueue, lease, heartbeat, ack, nack, release. The only code that moves a job.
+"""The queue service: enqueue, lease, heartbeat, complete, nack, release, expire. The only code that moves a job.
 
-Every transition is one guarded write (``WHERE id = … AND fence = … AND status = 'leased'``) that
-reports whether it landed; a lease whose fence is not current raises StaleLeaseError and changes
-nothing.
+Every change of a job's status, lease or fence is one guarded write that reports whether it landed:
+a lease holder's writes are guarded by ``id``, ``fence`` and ``status = 'leased'``, and every status
+write by the source states ``states.TRANSITIONS`` allows. A lease whose fence is not current raises
+StaleLeaseError and changes nothing. The same transactions keep ``pipeline_attempt`` (one row per
+lease, closed with its outcome) and write the dead letter of a job that failed for good.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import random
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 
-from pipeline import doorbell, sql
+from pipeline import sql
 from pipeline.clock import Clock, system_clock
 from pipeline.errors import IdempotencyConflictError, InvalidInputError, StaleLeaseError
 from pipeline.idempotency import build_idempotency_key, canonical_json, payload_hash
-from pipeline.models import Attempt, Job
-from pipeline.reasons import ErrorCode
-from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter, Decision, Retry, RetryPolicy, classify
-from pipeline.states import JobStatus
+from pipeline.models import Attempt, DeadLetter, Job
+from pipeline.reasons import DeadLetterReason, ErrorCode
+from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter as DeadLetterDecision, Decision, Retry, RetryPolicy
+from pipeline.retry import classify
+from pipeline.runtime import wakeups
+from pipeline.states import TERMINAL_STATUSES, JobStatus, sources_of
+from relayops.validation import check_int, check_number, check_text
 
 DEFAULT_DEADLINE = dt.timedelta(hours=1)
 MAX_ATTEMPTS_LIMIT = 100
-MAX_OPERATION_VERSION = 2**31 - 1  # Job.operation_version is an integer column
-MAX_KEY_LENGTH = 300  # Job.idempotency_key
 
 
 @dataclass(frozen=True)
@@ -49,13 +53,25 @@ class Lease:
     payload_hash: str
     deadline_at: dt.datetime
 
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Lease:
+        """The lease of a leased job's row (``sql.LEASE_COLUMNS``, from the claim or from ``.values()``)."""
+        return cls(
+            job_id=row["id"], fence=row["fence"], lease_until=sql.read_ts(row["lease_until"]),
+            worker_id=row["lease_owner"], attempt=row["attempt"], max_attempts=row["max_attempts"],
+            tenant=row["tenant"], document_id=row["document_id"], operation_version=row["operation_version"],
+            idempotency_key=row["idempotency_key"], payload=sql.read_json(row["payload"]),
+            payload_hash=row["payload_hash"], deadline_at=sql.read_ts(row["deadline_at"]),
+        )
+
+
+LEASE_FIELDS = tuple(name.strip() for name in sql.LEASE_COLUMNS.split(","))
+
 
 def lease_seconds_or_default(value: float | None) -> float:
     """``value``, or the configured lease length when None; InvalidInputError outside (0, 86400]."""
     seconds = settings.RELAYOPS["LEASE_SECONDS"] if value is None else value
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 86400:
-        raise InvalidInputError("lease_seconds", "must be a number in (0, 86400]")
-    return float(seconds)
+    return check_number("lease_seconds", seconds, above=0, high=86400)
 
 
 def _deadline(deadline: dt.datetime | dt.timedelta | None, now: dt.datetime) -> dt.datetime:
@@ -72,12 +88,6 @@ def _deadline(deadline: dt.datetime | dt.timedelta | None, now: dt.datetime) -> 
             raise InvalidInputError("deadline", "must be in the future")
         return deadline
     raise InvalidInputError("deadline", "must be a datetime, a timedelta or None")
-
-
-def _max_attempts(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ATTEMPTS_LIMIT:
-        raise InvalidInputError("max_attempts", f"must be an int in [1, {MAX_ATTEMPTS_LIMIT}]")
-    return value
 
 
 def enqueue(
@@ -97,13 +107,8 @@ def enqueue(
     payload raises IdempotencyConflictError. Nothing is written in either case.
     """
     key = build_idempotency_key(tenant_id, document_id, operation_version)
-    if operation_version > MAX_OPERATION_VERSION:
-        raise InvalidInputError("operation_version", f"must be at most {MAX_OPERATION_VERSION}")
-    if len(key) > MAX_KEY_LENGTH:
-        raise InvalidInputError("idempotency_key", f"{key[:40]}... is longer than {MAX_KEY_LENGTH} characters")
-    canonical_json(payload)
     digest = payload_hash(payload)
-    attempts = _max_attempts(max_attempts)
+    attempts = check_int("max_attempts", max_attempts, low=1, high=MAX_ATTEMPTS_LIMIT)
     now = clock.now()
     deadline_at = _deadline(deadline, now)
     existing = Job.objects.filter(idempotency_key=key).first()
@@ -115,7 +120,7 @@ def enqueue(
                     idempotency_key=key, payload=payload, payload_hash=digest, max_attempts=attempts,
                     created_at=now, visible_at=now, deadline_at=deadline_at, reprocessed_from=reprocessed_from,
                 )
-                doorbell.ring(doorbell.JOBS)
+                wakeups.ring(wakeups.JOBS)
             return job, True
         except IntegrityError:
             existing = Job.objects.filter(idempotency_key=key).first()
@@ -127,34 +132,26 @@ def enqueue(
 
 
 def lease_next(worker_id: str, *, lease_seconds: float | None = None, clock: Clock = system_clock) -> Lease | None:
-    """Lease the oldest claimable job (visible and queued, or its lease expired), or return None.
+    """Lease the oldest claimable job (``Job.objects.claimable``), or return None.
 
     One statement with FOR UPDATE SKIP LOCKED: concurrent workers never hold the same job, and the
     fence grows on every lease. A job found past its deadline is cancelled instead, and the next one
-    is tried.
+    is tried. The attempt row of the new lease is written with it.
     """
-    if not isinstance(worker_id, str) or not worker_id or len(worker_id) > 200 or not worker_id.isprintable():
-        raise InvalidInputError("worker_id", "must be a non-empty printable string of at most 200 characters")
+    check_text("worker_id", worker_id, max_length=200)
     seconds = lease_seconds_or_default(lease_seconds)
     while True:
         now = clock.now()
         lease_until = now + dt.timedelta(seconds=seconds)
-        rows = sql.fetch(
-            sql.CLAIM_JOBS.format(skip_locked=sql.skip_locked()),
-            {"now": sql.ts(now), "worker": worker_id, "lease_until": sql.ts(lease_until), "limit": 1},
-        )
+        with transaction.atomic():
+            rows = sql.claim_jobs(
+                {"now": sql.ts(now), "worker": worker_id, "lease_until": sql.ts(lease_until), "limit": 1}
+            )
         if not rows:
             return None
-        row = rows[0]
-        if row["status"] == JobStatus.CANCELLED:
+        if rows[0]["status"] == JobStatus.CANCELLED:
             continue  # cancelled past its deadline; recorded on the job row, try the next one
-        return Lease(
-            job_id=row["id"], fence=row["fence"], lease_until=lease_until, worker_id=worker_id,
-            attempt=row["attempt"], max_attempts=row["max_attempts"], tenant=row["tenant"],
-            document_id=row["document_id"], operation_version=row["operation_version"],
-            idempotency_key=row["idempotency_key"], payload=sql.read_json(row["payload"]),
-            payload_hash=row["payload_hash"], deadline_at=sql.read_ts(row["deadline_at"]),
-        )
+        return Lease.from_row(rows[0])
 
 
 def _check_lease(lease: object) -> Lease:
@@ -163,33 +160,61 @@ def _check_lease(lease: object) -> Lease:
     return lease
 
 
-def _held(lease: Lease):
+def _held(job_id: int, fence: int) -> QuerySet[Job]:
     """The guard of every lease holder's write: this job, this fence, still leased."""
-    return Job.objects.filter(pk=lease.job_id, fence=lease.fence, status=JobStatus.LEASED)
+    return Job.objects.filter(pk=job_id, fence=fence, status=JobStatus.LEASED)
+
+
+def _move(jobs: QuerySet[Job], to: JobStatus, **fields: Any) -> bool:
+    """The one status write: it lands only from a state TRANSITIONS allows into ``to``."""
+    return bool(jobs.filter(status__in=sources_of(to)).update(status=to, **fields))
+
+
+def _end_attempt(job_id: int, fence: int, now: dt.datetime, code: ErrorCode | str) -> None:
+    Attempt.objects.filter(job_id=job_id, fence=fence, ended_at__isnull=True).update(ended_at=now, error_code=code)
+
+
+def _finish(
+    job_id: int, fence: int, to: JobStatus, now: dt.datetime, *, attempt_code: ErrorCode | str, last_error: str,
+    dead_letter: DeadLetterReason | None = None, **fields: Any,
+) -> bool:
+    """Move a leased job to ``to`` and close its attempt; a dead letter is recorded with it.
+    Callers hold the transaction."""
+    if to in TERMINAL_STATUSES:
+        fields["finished_at"] = now
+    if not _move(_held(job_id, fence), to, last_error_code=last_error, lease_until=None, **fields):
+        return False
+    _end_attempt(job_id, fence, now, attempt_code)
+    if dead_letter is not None:
+        job = Job.objects.only("tenant", "attempt").get(pk=job_id)
+        DeadLetter.objects.create(
+            job_id=job_id, tenant=job.tenant, reason_code=DeadLetterReason(dead_letter),
+            error_code=ErrorCode(last_error) if last_error else "", attempts=job.attempt, created_at=now,
+        )
+    return True
 
 
 def heartbeat(lease: Lease, *, lease_seconds: float | None = None, clock: Clock = system_clock) -> Lease:
     """Extend a current lease; returns the lease with its new expiry."""
     lease = _check_lease(lease)
     lease_until = clock.now() + dt.timedelta(seconds=lease_seconds_or_default(lease_seconds))
-    if not _held(lease).update(lease_until=lease_until, visible_at=lease_until):
+    if not _held(lease.job_id, lease.fence).update(lease_until=lease_until, visible_at=lease_until):
         raise StaleLeaseError(lease.job_id, lease.fence)
-    return Lease(**{**lease.__dict__, "lease_until": lease_until})
+    return replace(lease, lease_until=lease_until)
 
 
 def complete(lease: Lease, now: dt.datetime) -> None:
-    """Mark the leased job succeeded, or raise StaleLeaseError. Callers own the transaction."""
-    if not _held(lease).update(status=JobStatus.SUCCEEDED, finished_at=now, lease_until=None):
+    """Mark the leased job succeeded, or raise StaleLeaseError. Callers own the transaction (the outbox's)."""
+    if not _move(_held(lease.job_id, lease.fence), JobStatus.SUCCEEDED, finished_at=now, lease_until=None):
         raise StaleLeaseError(lease.job_id, lease.fence)
+    _end_attempt(lease.job_id, lease.fence, now, "")
 
 
 def ack(lease: Lease, *, clock: Clock = system_clock) -> None:
     """Complete a job that produces no result. Jobs with a result use commit_result_with_event."""
-    complete(_check_lease(lease), clock.now())
-
-
-def _end_attempt(lease: Lease, now: dt.datetime, code: ErrorCode) -> None:
-    Attempt.objects.filter(job_id=lease.job_id, fence=lease.fence).update(ended_at=now, error_code=code)
+    lease = _check_lease(lease)
+    with transaction.atomic():
+        complete(lease, clock.now())
 
 
 def nack(
@@ -201,8 +226,6 @@ def nack(
     rng: random.Random | None = None,
 ) -> Decision:
     """Record a failed attempt and apply the policy's one decision: retry, dead-letter or cancel."""
-    from dlq.services import dead_letter_job
-
     lease = _check_lease(lease)
     if not isinstance(error, BaseException):
         raise InvalidInputError("error", "must be an exception")
@@ -216,35 +239,68 @@ def nack(
     )
     with transaction.atomic():
         if isinstance(decision, Retry):
-            landed = _held(lease).update(
-                status=JobStatus.QUEUED, visible_at=decision.visible_at, lease_until=None, last_error_code=code,
-            )
-        elif isinstance(decision, DeadLetter):
-            landed = _held(lease).update(
-                status=JobStatus.DEAD_LETTERED, finished_at=now, lease_until=None, last_error_code=code,
-            )
-            if landed:
-                dead_letter_job(lease.job_id, decision.reason, code, now)
+            landed = _finish(lease.job_id, lease.fence, JobStatus.QUEUED, now, attempt_code=code, last_error=code,
+                             visible_at=decision.visible_at)
+        elif isinstance(decision, DeadLetterDecision):
+            landed = _finish(lease.job_id, lease.fence, JobStatus.DEAD_LETTERED, now, attempt_code=code,
+                             last_error=code, dead_letter=decision.reason)
         else:
             assert isinstance(decision, Cancel)
-            landed = _held(lease).update(
-                status=JobStatus.CANCELLED, finished_at=now, lease_until=None, last_error_code=decision.code,
-            )
+            landed = _finish(lease.job_id, lease.fence, JobStatus.CANCELLED, now, attempt_code=code,
+                             last_error=decision.code)
         if not landed:
             raise StaleLeaseError(lease.job_id, lease.fence)
-        _end_attempt(lease, now, code)
     return decision
 
 
-def release(lease: Lease, *, clock: Clock = system_clock) -> None:
-    """Give a leased job back without counting the attempt (graceful shutdown)."""
+def release(lease: Lease, *, code: ErrorCode = ErrorCode.SHUTDOWN, clock: Clock = system_clock) -> None:
+    """Give a leased job back without counting the attempt (the worker stops; the job did nothing wrong).
+
+    The attempt row is closed with ``code``; the job is visible again at once.
+    """
     lease = _check_lease(lease)
     now = clock.now()
     with transaction.atomic():
-        landed = _held(lease).update(
-            status=JobStatus.QUEUED, visible_at=now, lease_until=None, attempt=F("attempt") - 1,
-        )
+        landed = _move(_held(lease.job_id, lease.fence), JobStatus.QUEUED, visible_at=now, lease_until=None,
+                       attempt=F("attempt") - 1)
         if not landed:
             raise StaleLeaseError(lease.job_id, lease.fence)
-        _end_attempt(lease, now, ErrorCode.SHUTDOWN)
-        doorbell.ring(doorbell.JOBS)
+        _end_attempt(lease.job_id, lease.fence, now, code)
+        wakeups.ring(wakeups.JOBS)
+
+
+def leases_held_by(worker_id: str) -> list[Lease]:
+    """The leases ``worker_id`` holds now (a stopping worker releases them)."""
+    rows = Job.objects.filter(status=JobStatus.LEASED, lease_owner=worker_id).values(*LEASE_FIELDS)
+    return [Lease.from_row(row) for row in rows]
+
+
+@dataclass(frozen=True)
+class ExpiryReport:
+    dead_lettered: int
+    cancelled: int
+
+
+def expire_exhausted(now: dt.datetime, *, limit: int = 500) -> ExpiryReport:
+    """End jobs whose last attempt's lease expired (the worker died): dead-lettered as
+    ``max_attempts_exceeded`` with ``lease_expired``, or cancelled when past their deadline.
+
+    Expired leases with attempts left need nothing: the claim takes them over with a new fence.
+    """
+    check_int("limit", limit, low=1, high=10_000)
+    dead = cancelled = 0
+    with transaction.atomic():
+        exhausted = (
+            Job.objects.select_for_update(skip_locked=True)
+            .filter(status=JobStatus.LEASED, lease_until__lt=now, attempt__gte=F("max_attempts"))
+            .values_list("id", "fence", "deadline_at")[:limit]
+        )
+        for job_id, fence, deadline_at in exhausted:
+            if deadline_at <= now:
+                cancelled += _finish(job_id, fence, JobStatus.CANCELLED, now, attempt_code=ErrorCode.LEASE_EXPIRED,
+                                     last_error=ErrorCode.DEADLINE_EXCEEDED)
+            else:
+                dead += _finish(job_id, fence, JobStatus.DEAD_LETTERED, now, attempt_code=ErrorCode.LEASE_EXPIRED,
+                                last_error=ErrorCode.LEASE_EXPIRED,
+                                dead_letter=DeadLetterReason.MAX_ATTEMPTS_EXCEEDED)
+    return ExpiryReport(dead_lettered=dead, cancelled=cancelled)

@@ -12,12 +12,12 @@ from pipeline.consumer import ReviewHandoffConsumer
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.errors import InvalidInputError
 from pipeline.events import Event, Publisher
-from pipeline.models import OutboxEvent
+from pipeline.models import MAX_PUBLISH_ATTEMPTS, OutboxEvent
 from relayops.logging import get_logger
+from relayops.validation import check_int, check_number
 
 log = get_logger(__name__)
 DEFAULT_CLAIM_SECONDS = 30.0
-MAX_PUBLISH_ATTEMPTS = 20  # then the event is parked: pending, visible in the admin, no longer claimed
 
 
 class ConsumerPublisher:
@@ -57,12 +57,8 @@ def publish_pending(
 ) -> RelayReport:
     """Publish up to ``batch_size`` pending events. At-least-once: a crash after publishing and
     before marking republishes the event later, and the consumer absorbs it."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
-        raise InvalidInputError("batch_size", "must be an int in [1, 10000]")
-    if isinstance(claim_seconds, bool) or not isinstance(claim_seconds, (int, float)):
-        raise InvalidInputError("claim_seconds", "must be a number in (0, 3600]")
-    if not 0 < claim_seconds <= 3600:
-        raise InvalidInputError("claim_seconds", "must be in (0, 3600]")
+    check_int("batch_size", batch_size, low=1, high=10_000)
+    check_number("claim_seconds", claim_seconds, above=0, high=3600)
     if publisher is not None and not callable(getattr(publisher, "publish", None)):
         raise InvalidInputError("publisher", "must have a publish(event) method")
     publisher = publisher or ConsumerPublisher(clock)

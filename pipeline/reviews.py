@@ -1,12 +1,10 @@
 """Review decisions: an operator approves or rejects a pending review handoff, once.
 
 The handoff time (``created_at``) and the decision time (``decided_at``) both stay on the row, so the
-wait from handoff to decision is kept for the metrics (``with_wait``, ``decision_waits``).
+wait from handoff to decision is kept (``with_wait``).
 """
 
 from __future__ import annotations
-
-import datetime as dt
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
@@ -14,6 +12,7 @@ from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
 from pipeline.clock import Clock, system_clock
 from pipeline.errors import InvalidInputError
 from pipeline.models import Review, ReviewStatus
+from relayops.validation import check_int
 
 DECISIONS = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
 
@@ -30,8 +29,7 @@ def decide_review(
         raise InvalidInputError("decision", f"must be one of {[str(d) for d in DECISIONS]}")
     if not isinstance(decided_by, AbstractBaseUser) or not decided_by.is_authenticated or decided_by.pk is None:
         raise InvalidInputError("decided_by", "must be a saved, authenticated user")
-    if isinstance(review_id, bool) or not isinstance(review_id, int):
-        raise InvalidInputError("review_id", "must be an int")
+    check_int("review_id", review_id)
     landed = Review.objects.filter(pk=review_id, status=ReviewStatus.PENDING).update(
         status=ReviewStatus(decision), decided_at=clock.now(), decided_by_id=decided_by.pk
     )
@@ -41,9 +39,3 @@ def decide_review(
 def with_wait(reviews: QuerySet[Review]) -> QuerySet[Review]:
     """Annotate ``wait``: decided_at - created_at (None while pending)."""
     return reviews.annotate(wait=ExpressionWrapper(F("decided_at") - F("created_at"), output_field=DurationField()))
-
-
-def decision_waits(since: dt.datetime) -> list[float]:
-    """The handoff-to-decision waits, in seconds, of the reviews decided since ``since``."""
-    decided = Review.objects.filter(decided_at__gte=since).values_list("created_at", "decided_at")
-    return [(decided_at - created_at).total_seconds() for created_at, decided_at in decided if decided_at]

@@ -1,7 +1,8 @@
 """The raw SQL the ORM can't say well: claims with ``FOR UPDATE SKIP LOCKED`` and ``RETURNING``.
 
-Each query is named, documented and runs on PostgreSQL (production, tests) and SQLite (the embedded
-demo, where immediate transactions serialise writers and SKIP LOCKED is not needed).
+Each query is named, documented and runs with named parameters on PostgreSQL (production, tests) and
+SQLite (the embedded demo, where immediate transactions serialise writers and SKIP LOCKED is not
+needed). Only pipeline.queue, pipeline.outbox, pipeline.relay and pipeline.consumer run them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 
 from django.db import connection
 from django.utils.dateparse import parse_datetime
+
+from pipeline.states import JobStatus, sources_of
 
 
 def skip_locked() -> str:
@@ -35,6 +38,11 @@ def read_json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
+def uuid_param(value: Any) -> Any:
+    """UUIDs as the backend stores them (SQLite: 32 hex characters)."""
+    return value.hex if connection.vendor == "sqlite" else value
+
+
 def fetch(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -42,11 +50,25 @@ def fetch(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
 
-# Claim the next claimable jobs in one statement: visible queued jobs and expired leases, oldest
-# first, skipping rows other claimers hold. A job past its deadline is cancelled instead of leased;
-# a job whose last attempt's lease expired is left to the rescuer (it belongs in the DLQ). The
-# fence grows on every lease; a trigger records the lease in pipeline_attempt.
-CLAIM_JOBS = """
+def _quoted(statuses: list[str]) -> str:
+    return ", ".join(f"'{status}'" for status in statuses)  # our own enum values, never input
+
+
+# The jobs a claim may take, as Job.objects.claimable(now) defines them: live, visible, an attempt left.
+# The states a job may be leased from come from states.TRANSITIONS.
+CLAIMABLE = f"""
+    SELECT id FROM pipeline_job
+    WHERE status IN ({_quoted(sources_of(JobStatus.LEASED))}) AND visible_at <= %(now)s
+      AND attempt < max_attempts
+"""
+
+# The job columns a Lease is built from (Lease.from_row).
+LEASE_COLUMNS = """id, status, fence, attempt, max_attempts, tenant, document_id, operation_version,
+          idempotency_key, payload, payload_hash, deadline_at, lease_until, lease_owner, leased_at"""
+
+# Claim the next claimable jobs in one statement, oldest first, skipping rows other claimers hold. A
+# job past its deadline is cancelled instead of leased. The fence grows on every lease.
+_CLAIM = f"""
 UPDATE pipeline_job SET
     status = CASE WHEN deadline_at <= %(now)s THEN 'cancelled' ELSE 'leased' END,
     fence = CASE WHEN deadline_at <= %(now)s THEN fence ELSE fence + 1 END,
@@ -57,16 +79,60 @@ UPDATE pipeline_job SET
     leased_at = CASE WHEN deadline_at <= %(now)s THEN leased_at ELSE %(now)s END,
     finished_at = CASE WHEN deadline_at <= %(now)s THEN %(now)s ELSE NULL END,
     last_error_code = CASE WHEN deadline_at <= %(now)s THEN 'deadline_exceeded' ELSE last_error_code END
-WHERE id IN (
-    SELECT id FROM pipeline_job
-    WHERE status IN ('queued', 'leased') AND visible_at <= %(now)s AND attempt < max_attempts
+WHERE id IN ({CLAIMABLE}
     ORDER BY visible_at, id
     LIMIT %(limit)s
-    {skip_locked}
+    {{skip_locked}}
 )
-RETURNING id, status, fence, attempt, max_attempts, tenant, document_id, operation_version,
-          idempotency_key, payload, payload_hash, deadline_at
+RETURNING {LEASE_COLUMNS}
 """
+
+# Every lease is on record: the claim closes the attempt of a lease it took over (it expired: the
+# worker died or stalled) and opens one per new lease. PostgreSQL does all three in one statement.
+_CLAIM_WITH_ATTEMPTS = f"""
+WITH claimed AS ({_CLAIM}),
+ended AS (
+    UPDATE pipeline_attempt SET ended_at = %(now)s, error_code = 'lease_expired'
+    WHERE job_id IN (SELECT id FROM claimed) AND ended_at IS NULL
+),
+opened AS (
+    INSERT INTO pipeline_attempt (job_id, fence, attempt, worker, leased_at, error_code)
+    SELECT id, fence, attempt, lease_owner, leased_at, '' FROM claimed WHERE status = 'leased'
+)
+SELECT * FROM claimed
+"""
+
+# SQLite has no data-modifying CTE: the same bookkeeping, statement by statement, in one transaction.
+_END_TAKEN_OVER = """
+UPDATE pipeline_attempt SET ended_at = %(now)s, error_code = 'lease_expired'
+WHERE job_id = %(job_id)s AND ended_at IS NULL
+"""
+_OPEN_ATTEMPT = """
+INSERT INTO pipeline_attempt (job_id, fence, attempt, worker, leased_at, error_code)
+VALUES (%(job_id)s, %(fence)s, %(attempt)s, %(worker)s, %(now)s, '')
+"""
+
+
+def claim_statement() -> str:
+    """The claim as this database runs it (on SQLite, without its attempt bookkeeping)."""
+    if connection.vendor == "postgresql":
+        return _CLAIM_WITH_ATTEMPTS.format(skip_locked=skip_locked())
+    return _CLAIM.format(skip_locked="")
+
+
+def claim_jobs(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Run the claim with its attempt bookkeeping; callers hold a transaction."""
+    if connection.vendor == "postgresql":
+        return fetch(claim_statement(), params)
+    rows = fetch(claim_statement(), params)
+    with connection.cursor() as cursor:
+        for row in rows:
+            cursor.execute(_END_TAKEN_OVER, {"now": params["now"], "job_id": row["id"]})
+            if row["status"] == JobStatus.LEASED:
+                cursor.execute(_OPEN_ATTEMPT, {"now": params["now"], "job_id": row["id"], "fence": row["fence"],
+                                               "attempt": row["attempt"], "worker": row["lease_owner"]})
+    return rows
+
 
 # Insert a result unless its key already has one; RETURNING is empty on conflict.
 INSERT_RESULT = """
@@ -85,9 +151,10 @@ ON CONFLICT (topic, idempotency_key) DO NOTHING
 RETURNING event_id
 """
 
-# Claim pending outbox rows for a short while, with a token: no transaction stays open across the
-# publish, and only the holder of a current claim may mark a row published. A row that failed to
-# publish max_attempts times is parked (left pending, visible to operators), not retried forever.
+# Claim pending outbox rows (OutboxEvent.objects.pending) for a short while, with a token: no
+# transaction stays open across the publish, and only the holder of a current claim may mark a row
+# published. A row that failed to publish max_attempts times is parked (left pending, visible to
+# operators), not retried forever.
 CLAIM_EVENTS = """
 UPDATE pipeline_outboxevent SET
     claim_token = %(token)s, claimed_until = %(claimed_until)s, publish_attempts = publish_attempts + 1
@@ -109,8 +176,3 @@ VALUES (%(consumer)s, %(event_id)s, %(now)s)
 ON CONFLICT (consumer, event_id) DO NOTHING
 RETURNING id
 """
-
-
-def uuid_param(value: Any) -> Any:
-    """UUIDs as the backend stores them (SQLite: 32 hex characters)."""
-    return value.hex if connection.vendor == "sqlite" else value

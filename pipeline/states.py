@@ -41,10 +41,6 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
 }
 
 
-def can_transition(old: str, new: str) -> bool:
-    return JobStatus(new) in TRANSITIONS[JobStatus(old)]
-
-
 def sources_of(new: JobStatus) -> list[str]:
     """The statuses from which ``new`` may be entered: the guard of a transition's UPDATE."""
     return [str(old) for old, targets in TRANSITIONS.items() if new in targets]

@@ -1,74 +1,9 @@
-"""One pass of the pipeline: lease -> extract -> validate -> commit (result + event + completion)."""
+"""The public name of one pipeline pass: ``from pipeline.worker import process_once``.
 
-from __future__ import annotations
+The pass itself lives in pipeline.processing; the worker loop that repeats it is
+pipeline.runtime.drain.
+"""
 
-import contextlib
-from dataclasses import dataclass
-from typing import Any, Callable
+from pipeline.processing import Outcome, WorkOutcome, process_once
 
-from pipeline import queue
-from pipeline.clock import Clock, system_clock
-from pipeline.crash import NO_CRASH, CrashInjector
-from pipeline.extract import Document, Extractor, invoice_extractor
-from pipeline.heartbeat import Heartbeat, LeaseLostError
-from pipeline.outbox import commit_result_with_event
-from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter, RetryPolicy
-from pipeline.errors import StaleLeaseError
-from pipeline.validate import validate_invoice
-from relayops.logging import get_logger
-
-log = get_logger(__name__)
-
-
-@dataclass(frozen=True)
-class WorkOutcome:
-    outcome: str  # idle | committed | deduped | retry | dead_lettered | cancelled | lease_lost
-    job_id: int | None = None
-    fence: int | None = None
-
-
-def process_once(
-    worker_id: str,
-    *,
-    extractor: Extractor = invoice_extractor,
-    validator: Callable[[dict[str, Any]], dict[str, Any]] = validate_invoice,
-    crash: CrashInjector = NO_CRASH,
-    clock: Clock = system_clock,
-    lease_seconds: float | None = None,
-    heartbeat: bool = False,
-    policy: RetryPolicy = DEFAULT_POLICY,
-) -> WorkOutcome:
-    """Process at most one job. Extraction may run more than once for a job (at-least-once
-    execution); the fenced commit makes its effect happen once."""
-    lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
-    if lease is None:
-        return WorkOutcome("idle")
-    crash("after_lease")
-    seconds = queue.lease_seconds_or_default(lease_seconds)
-    beat = Heartbeat(lease, lease_seconds=seconds, clock=clock) if heartbeat else None
-    try:
-        with beat or contextlib.nullcontext():
-            checkpoint = beat.check if beat else (lambda: None)
-            document = Document(lease.tenant, lease.document_id, lease.payload, lease.attempt)
-            fields = validator(extractor(document, checkpoint))
-            crash("after_extract")
-            checkpoint()
-        outcome = commit_result_with_event(lease, fields, clock=clock)
-    except (LeaseLostError, StaleLeaseError):
-        log.warning("job.lease_lost", job_id=lease.job_id, fence=lease.fence)
-        return WorkOutcome("lease_lost", lease.job_id, lease.fence)
-    except Exception as exc:
-        return _fail(lease, exc, clock, policy)
-    crash("after_commit_before_ack")
-    log.info("job.committed", job_id=lease.job_id, fence=lease.fence, deduped=outcome.deduped)
-    return WorkOutcome("deduped" if outcome.deduped else "committed", lease.job_id, lease.fence)
-
-
-def _fail(lease: queue.Lease, exc: Exception, clock: Clock, policy: RetryPolicy) -> WorkOutcome:
-    try:
-        decision = queue.nack(lease, exc, clock=clock, policy=policy)
-    except StaleLeaseError:
-        return WorkOutcome("lease_lost", lease.job_id, lease.fence)
-    outcome = "dead_lettered" if isinstance(decision, DeadLetter) else "cancelled" if isinstance(decision, Cancel) else "retry"
-    log.info("job.failed", job_id=lease.job_id, fence=lease.fence, decision=outcome, code=decision.code)
-    return WorkOutcome(outcome, lease.job_id, lease.fence)
+__all__ = ["Outcome", "WorkOutcome", "process_once"]

@@ -24,17 +24,20 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# Our apps in their layers: each may import those listed before it, never one after it.
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "console.apps.ConsoleAdminConfig",  # django.contrib.admin, serving console.site.RelayOpsAdminSite
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_q",
+    "tenancy",
     "pipeline",
     "dlq",
-    "tenancy",
+    "console",
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -122,7 +125,6 @@ RELAYOPS = {
     "DRAIN_SECONDS": env.float("RELAYOPS_DRAIN_SECONDS", default=20.0),
     # Idle drains wait on LISTEN/NOTIFY; they also look at least this often (SQLite: the only wake-up).
     "DRAIN_POLL_SECONDS": env.float("RELAYOPS_DRAIN_POLL_SECONDS", default=5.0),
-    "SQLITE_POLL_SECONDS": env.float("RELAYOPS_SQLITE_POLL_SECONDS", default=0.5),
     # How long the relay holds a claimed outbox row before another relay may take it.
     "OUTBOX_CLAIM_SECONDS": env.float("RELAYOPS_OUTBOX_CLAIM_SECONDS", default=30.0),
     # On SIGTERM running jobs get this long to finish; then their leases are released (no attempt).

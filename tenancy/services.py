@@ -13,9 +13,9 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import QuerySet
 
-from pipeline.errors import InvalidInputError
-from pipeline.idempotency import validate_tenant
+from relayops.errors import InvalidInputError
 from tenancy.models import Membership
+from tenancy.names import validate_tenant
 from tenancy.roles import AUDITORS, OPERATORS, ensure_roles
 
 
@@ -117,8 +117,3 @@ def scope(queryset: QuerySet, user: AbstractBaseUser | AnonymousUser, field: str
     if tenants is None:
         return queryset
     return queryset.filter(**{f"{field}__in": sorted(tenants)})
-
-
-def may_see_tenant(user: AbstractBaseUser | AnonymousUser, tenant: str) -> bool:
-    tenants = tenants_of(user)
-    return tenants is None or tenant in tenants

@@ -2,11 +2,21 @@
 
 from django.db import migrations
 
-from tenancy.roles import ROLES, ensure_roles
+from tenancy.roles import ensure_roles
+
+VIEW = (
+    ("pipeline", "view_job"), ("pipeline", "view_result"), ("pipeline", "view_review"),
+    ("pipeline", "view_outboxevent"), ("dlq", "view_deadletter"), ("dlq", "view_auditentry"),
+    ("dlq", "view_reprocessrefusal"),
+)
+ROLES = {  # as they were when this migration was written
+    "Operators": VIEW + (("dlq", "reprocess_deadletter"), ("pipeline", "decide_review")),
+    "Auditors": VIEW,
+}
 
 
 def forwards(apps, schema_editor):
-    ensure_roles(apps)
+    ensure_roles(apps, ROLES)
 
 
 def backwards(apps, schema_editor):

@@ -60,9 +60,9 @@ class Cluster:
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Ready once each worker's drain has looked for work (its first beat)."""
-        from pipeline.models import DrainBeat
+        from pipeline.models import DrainPresence
 
-        wait_for(lambda: self.proc.poll() is not None or DrainBeat.objects.filter(node=self.node).count() >= WORKERS,
+        wait_for(lambda: self.proc.poll() is not None or DrainPresence.objects.filter(node=self.node).count() >= WORKERS,
                  timeout=timeout, what=f"{WORKERS} drains of {self.node}")
         assert self.proc.poll() is None, f"qcluster exited early:\n{self.log()[-3000:]}"
 

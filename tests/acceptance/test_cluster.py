@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from dlq.models import DeadLetter
+from pipeline.models import DeadLetter
 from pipeline import queue
 from pipeline.models import Attempt, Job, OutboxEvent
 from pipeline.states import TERMINAL_STATUSES

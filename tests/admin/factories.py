@@ -12,7 +12,8 @@ from django.contrib.auth import get_user_model
 
 from typing import Any
 
-from dlq.models import AuditEntry, DeadLetter, ReprocessRefusal
+from dlq.models import AuditEntry, ReprocessRefusal
+from pipeline.models import DeadLetter
 from pipeline import queue, relay
 from pipeline.clock import Clock, FrozenClock, system_clock
 from pipeline.models import Attempt, Job, OutboxEvent, Result, Review

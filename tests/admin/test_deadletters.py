@@ -17,7 +17,7 @@ from tests.admin.conftest import login
 from tests.admin.factories import snapshot
 
 pytestmark = pytest.mark.django_db
-LIST = "admin:dlq_deadletter_changelist"
+LIST = "admin:pipeline_deadletter_changelist"
 
 
 def ask(client, *ids):
@@ -50,7 +50,7 @@ def test_the_first_post_asks_for_a_reason_and_changes_nothing(acme_operator):
     before = snapshot()
     response = ask(login(acme_operator), dead.pk)
     assert response.status_code == 200
-    assert "admin/dlq/deadletter/reprocess_confirmation.html" in [t.name for t in response.templates]
+    assert "admin/pipeline/deadletter/reprocess_confirmation.html" in [t.name for t in response.templates]
     html = response.content.decode()
     assert 'name="reason"' in html and "acme:broken-1:v1" in html and 'name="csrfmiddlewaretoken"' in html
     assert snapshot() == before

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 PAGES = [
     "pipeline_job", "pipeline_result", "pipeline_outboxevent", "pipeline_review",
-    "dlq_deadletter", "dlq_auditentry", "dlq_reprocessrefusal",
+    "pipeline_deadletter", "dlq_auditentry", "dlq_reprocessrefusal",
 ]
 
 
@@ -50,7 +50,7 @@ def offered_actions(client: Client, page: str) -> list[str]:
 
 def test_operators_are_offered_reprocess_and_decisions(rows, acme_operator):
     client = login(acme_operator)
-    assert offered_actions(client, "dlq_deadletter") == ["reprocess"]
+    assert offered_actions(client, "pipeline_deadletter") == ["reprocess"]
     assert offered_actions(client, "pipeline_review") == ["approve", "reject"]
     for page in ("pipeline_job", "pipeline_result", "pipeline_outboxevent", "dlq_auditentry", "dlq_reprocessrefusal"):
         assert offered_actions(client, page) == [], page
@@ -65,7 +65,7 @@ def test_auditors_see_everything_and_are_offered_nothing(rows, auditor):
 
 
 @pytest.mark.parametrize("page, post", [
-    ("dlq_deadletter", lambda rows: reprocess_post(rows["dead"].pk)),
+    ("pipeline_deadletter", lambda rows: reprocess_post(rows["dead"].pk)),
     ("pipeline_review", lambda rows: approve_post(rows["review"].pk)),
     ("pipeline_review", lambda rows: {**approve_post(rows["review"].pk), "action": "reject"}),
 ])
@@ -86,7 +86,7 @@ def test_each_action_needs_its_own_permission(rows):
 
     Membership.objects.create(user=user, tenant="acme")
     client = login(user)
-    assert offered_actions(client, "dlq_deadletter") == ["reprocess"]
+    assert offered_actions(client, "pipeline_deadletter") == ["reprocess"]
     assert offered_actions(client, "pipeline_review") == []
     before = snapshot()
     assert client.post(reverse("admin:pipeline_review_changelist"), approve_post(rows["review"].pk)).status_code == 403
@@ -96,7 +96,7 @@ def test_each_action_needs_its_own_permission(rows):
 @pytest.mark.parametrize("action", ["delete_selected", "no_such_action", "approve"])
 def test_forged_actions_that_no_admin_offers_are_403_even_for_superusers(rows, root, action):
     before = snapshot()
-    for page in ("pipeline_job", "dlq_deadletter", "dlq_auditentry"):
+    for page in ("pipeline_job", "pipeline_deadletter", "dlq_auditentry"):
         response = login(root).post(reverse(f"admin:{page}_changelist"), {
             "action": action, "_selected_action": [1, 2, 3], "post": "yes", "index": "0",
         })
@@ -131,9 +131,9 @@ def test_staff_without_a_role_cannot_open_the_pages(rows):
 
 
 def test_anonymous_users_are_sent_to_the_login_page(rows):
-    response = Client().get(reverse("admin:dlq_deadletter_changelist"))
+    response = Client().get(reverse("admin:pipeline_deadletter_changelist"))
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
-    response = Client().post(reverse("admin:dlq_deadletter_changelist"), reprocess_post(rows["dead"].pk))
+    response = Client().post(reverse("admin:pipeline_deadletter_changelist"), reprocess_post(rows["dead"].pk))
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
 
 
@@ -141,7 +141,7 @@ def test_csrf_is_enforced_on_actions(rows, acme_operator):
     client = Client(enforce_csrf_checks=True)
     client.force_login(acme_operator)
     before = snapshot()
-    assert client.post(reverse("admin:dlq_deadletter_changelist"), reprocess_post(rows["dead"].pk)).status_code == 403
+    assert client.post(reverse("admin:pipeline_deadletter_changelist"), reprocess_post(rows["dead"].pk)).status_code == 403
     assert client.post(reverse("admin:pipeline_review_changelist"), approve_post(rows["review"].pk)).status_code == 403
     assert snapshot() == before
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 PAGES = [
     "pipeline_job", "pipeline_result", "pipeline_outboxevent", "pipeline_review",
-    "dlq_deadletter", "dlq_auditentry", "dlq_reprocessrefusal",
+    "pipeline_deadletter", "dlq_auditentry", "dlq_reprocessrefusal",
 ]
 TENANTS = [f"tenant-{n}" for n in range(6)]
 

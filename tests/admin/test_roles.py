@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 VIEW_ONLY = {
     "pipeline.view_job", "pipeline.view_result", "pipeline.view_review", "pipeline.view_outboxevent",
-    "dlq.view_deadletter", "dlq.view_auditentry", "dlq.view_reprocessrefusal",
+    "pipeline.view_deadletter", "dlq.view_auditentry", "dlq.view_reprocessrefusal",
 }
 
 

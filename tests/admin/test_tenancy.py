@@ -19,7 +19,7 @@ PAGES = {
     "pipeline_result": lambda w: Result.objects.get(job=w["acme_job"]).pk,
     "pipeline_outboxevent": lambda w: OutboxEvent.objects.get(idempotency_key=w["acme_job"].idempotency_key).pk,
     "pipeline_review": lambda w: Review.objects.get(job=w["acme_job"]).pk,
-    "dlq_deadletter": lambda w: w["acme_dead"].pk,
+    "pipeline_deadletter": lambda w: w["acme_dead"].pk,
     "dlq_auditentry": lambda w: w["acme_audit"].pk,
     "dlq_reprocessrefusal": lambda w: w["acme_refusal"].pk,
 }
@@ -84,7 +84,7 @@ def test_search_never_finds_another_tenants_rows(world, globex_operator, acme_op
 def test_dead_letter_search_by_key_document_and_tenant_document(world, globex_operator, acme_operator):
     dead = world["acme_dead"]
     for term in (dead.job.idempotency_key, dead.job.document_id, f"acme:{dead.job.document_id}"):
-        url = reverse("admin:dlq_deadletter_changelist")
+        url = reverse("admin:pipeline_deadletter_changelist")
         assert list(login(globex_operator).get(url, {"q": term}).context["cl"].result_list) == []
         assert [d.pk for d in login(acme_operator).get(url, {"q": term}).context["cl"].result_list] == [dead.pk]
 
@@ -118,7 +118,7 @@ def test_an_action_on_another_tenants_rows_changes_nothing(world, globex_operato
     review = Review.objects.get(job=world["acme_job"])
     jobs, audits = Job.objects.count(), AuditEntry.objects.count()
     client = login(globex_operator)
-    client.post(reverse("admin:dlq_deadletter_changelist"), {
+    client.post(reverse("admin:pipeline_deadletter_changelist"), {
         "action": "reprocess", "_selected_action": [acme_dead.pk], "post": "yes", "reason": "sneaky",
     })
     client.post(reverse("admin:pipeline_review_changelist"), {

@@ -7,11 +7,11 @@ from django.test.utils import CaptureQueriesContext
 from django.db import connection
 from django.urls import reverse
 
-from dlq.models import DeadLetter
+from pipeline.models import DeadLetter
 from dlq.services import reprocess_from_dlq
 from pipeline import queue, relay
 from pipeline.models import Job, Result
-from pipeline.rescuer import LeaseRescuer
+from pipeline.maintenance.rescuer import LeaseRescuer
 from pipeline.reviews import decide_review
 from pipeline.worker import process_once
 from tests.admin import factories
@@ -105,10 +105,10 @@ def test_linked_from_job_result_dead_letter_review_and_audit_pages(story, audito
         (reverse("admin:pipeline_job_change", args=[v2.pk]), url),
         (reverse("admin:pipeline_result_change", args=[v2.result.pk]), url),
         (reverse("admin:pipeline_review_change", args=[v2.reviews.get().pk]), url),
-        (reverse("admin:dlq_deadletter_change", args=[story["dead"].pk]), v1_url),
+        (reverse("admin:pipeline_deadletter_change", args=[story["dead"].pk]), v1_url),
         (reverse("admin:dlq_auditentry_change", args=[story["dead"].reprocess_audit.pk]), v1_url),
         (reverse("admin:pipeline_job_changelist"), url),
-        (reverse("admin:dlq_deadletter_changelist"), v1_url),
+        (reverse("admin:pipeline_deadletter_changelist"), v1_url),
     ):
         assert target in client.get(admin_url).content.decode(), admin_url
 

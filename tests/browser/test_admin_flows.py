@@ -22,7 +22,7 @@ def test_an_operator_reprocesses_a_dead_letter_and_sees_version_2_and_its_audit_
     factories.member("olivia", "acme")
     log_in(page, "olivia")
 
-    page.goto("/admin/dlq/deadletter/")
+    page.goto("/admin/pipeline/deadletter/")
     row = page.locator("#result_list tbody tr", has_text="acme:invoice-7:v1")
     expect(row).to_contain_text("permanent_error")
     row.locator("input.action-select").check()
@@ -70,7 +70,7 @@ def test_an_auditor_reads_the_history_and_has_no_reprocess_action(page):
     expect(page.locator("#timeline")).to_contain_text("Reprocessed by olivia as version 2")
     expect(page.locator("#timeline")).to_contain_text(f"reason: {REASON}")
 
-    page.goto("/admin/dlq/deadletter/")
+    page.goto("/admin/pipeline/deadletter/")
     expect(page.locator("#result_list tbody tr")).to_have_count(1)
     expect(page.locator("select[name=action]")).to_have_count(0)
     expect(page.locator("input.action-select")).to_have_count(0)
@@ -98,7 +98,7 @@ def test_an_operator_of_another_tenant_cannot_reach_the_dead_letter(page):
     factories.member("gregor", "globex")
     log_in(page, "gregor")
 
-    page.goto("/admin/dlq/deadletter/")
+    page.goto("/admin/pipeline/deadletter/")
     rows = page.locator("#result_list tbody tr")
     expect(rows).to_have_count(1)
     expect(rows).to_contain_text("globex:invoice-8:v1")
@@ -110,7 +110,7 @@ def test_an_operator_of_another_tenant_cannot_reach_the_dead_letter(page):
         expect(page.locator("#changelist-form")).to_contain_text("0 dead letters")
         expect(page.locator("#result_list")).to_have_count(0)
 
-    for url in (f"/admin/dlq/deadletter/{acme.pk}/change/", f"/admin/pipeline/job/{acme.job_id}/change/",
+    for url in (f"/admin/pipeline/deadletter/{acme.pk}/change/", f"/admin/pipeline/job/{acme.job_id}/change/",
                 f"/admin/pipeline/job/{acme.job_id}/timeline/"):
         response = page.goto(url)
         assert response is not None and response.status == 404, url

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from dlq.models import AuditEntry, DeadLetter
+from dlq.models import AuditEntry
+from pipeline.models import DeadLetter
 from pipeline.models import Attempt, ConsumedEvent, Job, OutboxEvent, Result, Review
 
 MODELS = (Job, Attempt, Result, OutboxEvent, Review, ConsumedEvent, DeadLetter, AuditEntry)
@@ -33,7 +34,7 @@ class CountingExtractor:
     """Wraps the default extractor and counts how often extraction really ran."""
 
     def __init__(self) -> None:
-        from pipeline.extract import invoice_extractor
+        from pipeline.extraction.rules import invoice_extractor
 
         self.inner = invoice_extractor
         self.calls = 0

@@ -130,8 +130,9 @@ def stuck(args: dict[str, Any]) -> None:
     The force-exit watchdog must release the lease and end the process (exit code 1)."""
     import time
 
-    from pipeline import queue, shutdown
-    from pipeline.liveness import worker_id
+    from pipeline import queue
+    from pipeline.runtime import shutdown
+    from pipeline.runtime.liveness import worker_id
 
     shutdown.FORCE_EXIT_SECONDS = args["force_after"]
     shutdown.install_worker_handlers()

@@ -26,7 +26,7 @@ LONG_TENANT = "a" + "b" * 32
 @pytest.fixture
 def world(clock):
     """A leased job, a pending outbox event and a dead letter: something for every call to damage."""
-    from dlq.models import DeadLetter
+    from pipeline.models import DeadLetter
     from pipeline.worker import process_once
 
     queue.enqueue("acme", "done", 1, invoice(1), clock=clock)

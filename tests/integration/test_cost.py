@@ -1,8 +1,8 @@
-"""Requirement 17: the hot path's cost, counted, and the claim served by the live-rows partial index.
+"""The hot path's cost, counted, and the claim served by the live-rows partial index.
 
 Pinned figures (PostgreSQL, autocommit as in production, kicks off as inside a drain):
-  lease_next                 1 statement, 1 transaction (the claim UPDATE ... RETURNING)
-  commit_result_with_event   4 statements, 1 transaction (complete, result, event, NOTIFY)
+  lease_next                 1 statement, 1 transaction (the claim, closing and opening attempts)
+  commit_result_with_event   5 statements, 1 transaction (complete, close attempt, result, event, NOTIFY)
   publish_pending (n events) 2 + 2n statements: one claim and one mark per batch, the consumer's
                              two inserts per event (no N+1 on the relay's side)
 """
@@ -57,14 +57,14 @@ def test_statements_and_transactions_per_job_on_the_hot_path(clock, no_kicks):
     with CaptureQueriesContext(connection) as queries:
         lease = queue.lease_next("w1", clock=clock)
     assert lease is not None
-    assert hot_path(queries) == (["UPDATE pipeline_job SET"], 1)
+    assert hot_path(queries) == (["WITH claimed AS"], 1)
 
     with CaptureQueriesContext(connection) as queries:
         outcome = commit_result_with_event(lease, FIELDS, clock=clock)
     assert not outcome.deduped
     statements, transactions = hot_path(queries)
     assert statements == [
-        'UPDATE "pipeline_job" SET', "INSERT INTO pipeline_result", "INSERT INTO pipeline_outboxevent",
+        'UPDATE "pipeline_job" SET', 'UPDATE "pipeline_attempt" SET', "INSERT INTO pipeline_result", "INSERT INTO pipeline_outboxevent",
         "SELECT pg_notify('relayops_outbox', '')",
     ]
     assert transactions == 1  # result, event and completion commit together
@@ -95,7 +95,7 @@ def plan_nodes(plan: dict) -> list[dict]:
 
 
 def explain_claim(now: dt.datetime) -> list[dict]:
-    query = sql.CLAIM_JOBS.format(skip_locked=sql.skip_locked())
+    query = sql.claim_statement()
     params = {"now": now, "worker": "w1", "lease_until": now + dt.timedelta(seconds=30), "limit": 1}
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (FORMAT JSON) " + query, params)

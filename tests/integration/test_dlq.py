@@ -8,7 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection, transaction
 
-from dlq.models import AuditEntry, DeadLetter
+from dlq.models import AuditEntry
+from pipeline.models import DeadLetter
 from dlq.services import reprocess_from_dlq
 from pipeline import queue
 from pipeline.errors import JobCancelledError, NotReprocessableError, PermanentError, TransientError

@@ -14,10 +14,10 @@ from django_q.conf import Conf
 from django_q.models import OrmQ
 
 from pipeline import queue
-from pipeline.drain import Drain
-from pipeline.extract import invoice_extractor
+from pipeline.runtime.drain import Drain
+from pipeline.extraction.rules import invoice_extractor
 from pipeline.models import Attempt, Job, OutboxEvent, Result
-from pipeline.shutdown import StopState
+from pipeline.runtime.shutdown import StopState
 from pipeline.worker import process_once
 from tests.conftest import invoice
 
@@ -71,7 +71,7 @@ def test_a_drain_asked_to_stop_takes_no_job():
     assert Job.objects.get().status == "queued"
 
 
-def test_a_hurried_drain_releases_its_lease_without_counting_the_attempt(monkeypatch):
+def test_a_hurried_drain_releases_its_lease_without_counting_the_attempt():
     job, _ = queue.enqueue("acme", "doc", 1, invoice(1))
     stop = StopState()
 
@@ -79,9 +79,8 @@ def test_a_hurried_drain_releases_its_lease_without_counting_the_attempt(monkeyp
         stop.hurry()  # what SIGUSR2 does in the main thread mid-job
         raise AssertionError("unreachable")
 
-    monkeypatch.setattr("pipeline.drain.process_once",
-                        lambda worker_id, **kw: process_once(worker_id, **{**kw, "extractor": extractor}))
-    report = Drain("node:1", max_seconds=5, stop=stop).run()
+    report = Drain("node:1", max_seconds=5, stop=stop,
+                   work=lambda worker_id: process_once(worker_id, extractor=extractor)).run()
     assert (report.ended, report.released) == ("interrupted", 1)
     job.refresh_from_db()
     assert (job.status, job.attempt, job.fence) == ("queued", 0, 1)

@@ -10,12 +10,13 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from pipeline import liveness, queue
+from pipeline import queue
+from pipeline.runtime import liveness
 from pipeline.checks import cluster_timing, retention_windows
 from pipeline.models import ConsumedEvent, Job, OutboxEvent, QueueDepthSample
-from pipeline.pruner import Batches, ConsumerMemoryPruner, OutboxPruner, check_retention
-from pipeline.sampler import DepthSampler
-from pipeline.sweeper import Sweeper
+from pipeline.maintenance.pruner import Batches, ConsumerMemoryPruner, OutboxPruner, check_retention
+from pipeline.maintenance.sampler import DepthSampler
+from pipeline.maintenance.sweeper import Sweeper
 from tests.conftest import invoice
 
 pytestmark = pytest.mark.django_db
@@ -68,13 +69,13 @@ def test_health_needs_a_live_drain_and_progress_on_due_work(clock):
     now = clock.now()
     assess = lambda: liveness.assess(now, node="n1", stale_seconds=120)  # noqa: E731
     assert not assess().healthy  # no drain ever looked
-    liveness.beat("n1:10", now - dt.timedelta(seconds=5), progress=False)
+    liveness.record_presence("n1:10", now - dt.timedelta(seconds=5), progress=False)
     assert assess().healthy
     job, _ = queue.enqueue("acme", "doc", 1, invoice(1), clock=clock)
     Job.objects.filter(pk=job.pk).update(visible_at=now - dt.timedelta(minutes=5))  # due for 5 minutes
     health = assess()
     assert not health.healthy and "no drain on node n1 made progress" in health.reason
-    liveness.beat("n1:10", now, progress=True)
+    liveness.record_presence("n1:10", now, progress=True)
     assert assess().healthy
 
 

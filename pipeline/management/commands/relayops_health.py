@@ -1,7 +1,7 @@
 """``relayops_health``: a liveness check for supervisors. Exit 0 healthy, 1 not (wedged or dead).
 
 Fails when no drain of this node looked for work within ``--stale`` seconds, or when jobs have been
-due that long and no drain of this node made progress (pipeline.liveness.assess).
+due that long and no drain of this node made progress (pipeline.runtime.liveness.assess).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
-from pipeline import liveness
+from pipeline.runtime import liveness
 from pipeline.clock import system_clock
 
 

@@ -23,11 +23,11 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from pipeline import demo
+from demo import scenarios
 from pipeline.models import Job, OutboxEvent
 from pipeline.states import TERMINAL_STATUSES
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[3]  # the project: manage.py's folder
 USERS = (("demo-operator", False), ("demo-auditor", True))  # (username, auditor?)
 
 
@@ -47,7 +47,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("  database migrated")
         credentials = [self._user(name, auditor) for name, auditor in USERS]
-        seeded = demo.seed()
+        seeded = scenarios.seed()
         for item, job, created in seeded:
             self.stdout.write(f"  {'queued ' if created else 'found  '} {job.idempotency_key:<24} -> {item.expect}")
         if options["setup_only"]:
@@ -59,30 +59,11 @@ class Command(BaseCommand):
         self._serve(credentials, options["port"])
 
     def _user(self, username: str, auditor: bool) -> tuple[str, str, str]:
-        """Create or reset a demo user through tenancy's create_operator; plain staff user without it."""
+        """Create or reset a demo user through tenancy's create_operator."""
         password = secrets.token_urlsafe(12)
-        args = [username, *[arg for t in demo.TENANTS for arg in ("--tenant", t)], "--password", password]
-        try:
-            call_command("create_operator", *args, *(["--auditor"] if auditor else []), stdout=io.StringIO())
-        except CommandError as exc:
-            if "Unknown command" not in str(exc):
-                raise
-            self._plain_staff_user(username, password, auditor)
+        args = [username, *[arg for t in scenarios.TENANTS for arg in ("--tenant", t)], "--password", password]
+        call_command("create_operator", *args, *(["--auditor"] if auditor else []), stdout=io.StringIO())
         return ("auditor" if auditor else "operator", username, password)
-
-    @staticmethod
-    def _plain_staff_user(username: str, password: str, auditor: bool) -> None:
-        from django.contrib.auth import get_user_model
-        from django.contrib.auth.models import Permission
-
-        user, _ = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": True})
-        user.is_staff = True
-        user.set_password(password)
-        user.save()
-        perms = Permission.objects.filter(content_type__app_label__in=("pipeline", "dlq"))
-        if auditor:
-            perms = perms.filter(codename__startswith="view_")
-        user.user_permissions.set(perms)
 
     def _print_credentials(self, credentials: list[tuple[str, str, str]]) -> None:
         for role, username, password in credentials:

@@ -1,6 +1,6 @@
 """The once-a-minute sweeper: rescue, re-kick, prune, sample. Each part is a ``run_once(now)`` class.
 
-django-q2's Schedule runs it (``pipeline.tasks.sweep``); a sweep that is late, doubled or skipped
+django-q2's Schedule runs it (``pipeline.runtime.tasks.sweep``); a sweep that is late, doubled or skipped
 only delays work, because drains find due work on their own and every part is idempotent.
 """
 
@@ -10,14 +10,12 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import F, Q
 
-from pipeline import kicks, liveness
+from pipeline.maintenance.pruner import Batches, ConsumerMemoryPruner, OutboxPruner, check_retention
+from pipeline.maintenance.rescuer import LeaseRescuer
+from pipeline.maintenance.sampler import DepthSampler
 from pipeline.models import Job, OutboxEvent
-from pipeline.pruner import Batches, ConsumerMemoryPruner, OutboxPruner, check_retention
-from pipeline.rescuer import LeaseRescuer
-from pipeline.sampler import DepthSampler
-from pipeline.states import LIVE_STATUSES
+from pipeline.runtime import liveness, wakeups
 
 
 @dataclass(frozen=True)
@@ -28,7 +26,7 @@ class SweepReport:
     outbox_pruned: int
     memory_pruned: int
     samples: int
-    beats_pruned: int
+    presences_pruned: int
 
 
 class Sweeper:
@@ -55,17 +53,14 @@ class Sweeper:
 
     def run_once(self, now: dt.datetime) -> SweepReport:
         rescued = self.rescuer.run_once(now)
-        kicked = kicks.kick_drain() if work_is_due(now) else False
+        kicked = wakeups.kick_drain() if work_is_due(now) else False
         return SweepReport(
             dead_lettered=rescued.dead_lettered, cancelled=rescued.cancelled, kicked=kicked,
             outbox_pruned=self.outbox_pruner.run_once(now), memory_pruned=self.memory_pruner.run_once(now),
-            samples=self.sampler.run_once(now), beats_pruned=liveness.prune(now),
+            samples=self.sampler.run_once(now), presences_pruned=liveness.prune(now),
         )
 
 
 def work_is_due(now: dt.datetime) -> bool:
     """A claimable job or a claimable unpublished event exists (a drain would find something)."""
-    jobs = Job.objects.filter(status__in=LIVE_STATUSES, visible_at__lte=now, attempt__lt=F("max_attempts"))
-    events = OutboxEvent.objects.filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
-                                        published_at__isnull=True)
-    return jobs.exists() or events.exists()
+    return Job.objects.claimable(now).exists() or OutboxEvent.objects.pending(now).exists()

@@ -8,15 +8,10 @@ from django.db import connection
 
 from pipeline import queue
 from pipeline.clock import Clock, system_clock
-from pipeline.errors import RelayOpsError, StaleLeaseError
+from pipeline.errors import LeaseLostError, StaleLeaseError
 from relayops.logging import get_logger
 
 log = get_logger(__name__)
-
-
-class LeaseLostError(RelayOpsError):
-    """The lease was lost (expired and taken, or finished elsewhere): abandon the job, commit nothing."""
-
 
 class Heartbeat:
     """Extends ``lease`` every ``lease_seconds / 3`` until stopped; ``check()`` raises once it is lost."""

@@ -1,4 +1,5 @@
-"""Drain liveness: drains record when they last looked for work and did some; ``relayops_health`` reads it."""
+"""Drain presence and node health: drains record when they last looked for work and when they last did
+some; ``relayops_health`` and ``relayops_status`` read it."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max, Min
+from django.db.models import Max, Min
 
-from pipeline.models import DrainBeat, Job
-from pipeline.states import LIVE_STATUSES, JobStatus
+from pipeline.models import DrainPresence, Job
+from pipeline.states import JobStatus
 
-BEAT_RETENTION = dt.timedelta(days=1)
+PRESENCE_RETENTION = dt.timedelta(days=1)
 
 
 def node_name() -> str:
@@ -25,32 +26,30 @@ def worker_id() -> str:
     return f"{node_name()}:{os.getpid()}"
 
 
-def beat(worker: str, now: dt.datetime, *, progress: bool) -> None:
+def record_presence(worker: str, now: dt.datetime, *, progress: bool) -> None:
     """Record that ``worker`` looked for work at ``now`` (and did some, if ``progress``)."""
-    fields = {"beat_at": now, **({"progress_at": now} if progress else {})}
-    if DrainBeat.objects.filter(worker=worker).update(**fields):
+    fields = {"seen_at": now, **({"progress_at": now} if progress else {})}
+    if DrainPresence.objects.filter(worker=worker).update(**fields):
         return
     try:
         with transaction.atomic():
-            DrainBeat.objects.create(
-                worker=worker, node=worker.rsplit(":", 1)[0], started_at=now, beat_at=now,
+            DrainPresence.objects.create(
+                worker=worker, node=worker.rsplit(":", 1)[0], started_at=now, seen_at=now,
                 progress_at=now if progress else None,
             )
     except IntegrityError:  # created concurrently by the same name: a recycled pid; just update
-        DrainBeat.objects.filter(worker=worker).update(**fields)
+        DrainPresence.objects.filter(worker=worker).update(**fields)
 
 
 def prune(now: dt.datetime) -> int:
-    """Forget processes that have not beaten for a day (pids of recycled or stopped workers)."""
-    deleted, _ = DrainBeat.objects.filter(beat_at__lt=now - BEAT_RETENTION).delete()
+    """Forget processes not seen for a day (pids of recycled or stopped workers)."""
+    deleted, _ = DrainPresence.objects.filter(seen_at__lt=now - PRESENCE_RETENTION).delete()
     return deleted
 
 
 def oldest_due(now: dt.datetime) -> dt.datetime | None:
     """When the longest-waiting claimable job became claimable (None: nothing is due)."""
-    return Job.objects.filter(
-        status__in=LIVE_STATUSES, visible_at__lte=now, attempt__lt=F("max_attempts")
-    ).aggregate(at=Min("visible_at"))["at"]
+    return Job.objects.claimable(now).aggregate(at=Min("visible_at"))["at"]
 
 
 @dataclass(frozen=True)
@@ -60,16 +59,16 @@ class Health:
 
 
 def assess(now: dt.datetime, *, node: str | None, stale_seconds: float) -> Health:
-    """Unhealthy when no drain of ``node`` (None: any node) lived for ``stale_seconds``, or when jobs
+    """Unhealthy when no drain of ``node`` (None: any node) was seen for ``stale_seconds``, or when jobs
     have been due that long and none of its drains made progress meanwhile (a wedged cluster)."""
     stale = now - dt.timedelta(seconds=stale_seconds)
-    beats = DrainBeat.objects.all() if node is None else DrainBeat.objects.filter(node=node)
-    last = beats.aggregate(beat=Max("beat_at"), progress=Max("progress_at"))
+    drains = DrainPresence.objects.all() if node is None else DrainPresence.objects.filter(node=node)
+    last = drains.aggregate(seen=Max("seen_at"), progress=Max("progress_at"))
     busy = Job.objects.filter(status=JobStatus.LEASED, lease_until__gt=now)  # a long job heartbeats
     if node is not None:
         busy = busy.filter(lease_owner__startswith=f"{node}:")
     where = f"node {node}" if node else "any node"
-    if not (last["beat"] and last["beat"] >= stale) and not busy.exists():
+    if not (last["seen"] and last["seen"] >= stale) and not busy.exists():
         return Health(False, f"no drain on {where} looked for work in the last {stale_seconds:.0f} s")
     due_since = oldest_due(now)
     if due_since is not None and due_since < stale and not (last["progress"] and last["progress"] >= stale):

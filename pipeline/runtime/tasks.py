@@ -2,7 +2,8 @@
 
 ``drain`` is what every kick starts. Before it exits at the end of its budget it enqueues its
 successor, so each worker keeps a drain parked on LISTEN and an idle cluster starts a job within
-milliseconds. ``sweep`` is the once-a-minute schedule (``pipeline.cluster.ensure_sweeper_schedule``).
+milliseconds. ``sweep`` is the once-a-minute schedule (``pipeline.runtime.cluster.ensure_sweeper_schedule``).
+Their dotted paths are stored in django-q2's broker and schedule rows: renaming them is a migration.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from typing import Any
 
 from django.conf import settings
 
-from pipeline import kicks, liveness
 from pipeline.clock import system_clock
 from pipeline.crash import NO_CRASH, CrashInjector
-from pipeline.drain import Drain
-from pipeline.shutdown import STATE
-from pipeline.sweeper import Sweeper
+from pipeline.maintenance.sweeper import Sweeper
+from pipeline.runtime import liveness, wakeups
+from pipeline.runtime.drain import Drain, DrainEnding
+from pipeline.runtime.shutdown import STATE
 from relayops.logging import get_logger
 
 log = get_logger(__name__)
@@ -47,7 +48,7 @@ def drain_outbox(max_seconds: float | None = None) -> dict[str, Any]:
 
 def _run(max_seconds: float | None, *, jobs: bool, outbox: bool) -> dict[str, Any]:
     options = settings.RELAYOPS
-    task = "pipeline.tasks." + ("drain" if jobs and outbox else "drain_jobs" if jobs else "drain_outbox")
+    task = f"{__name__}." + ("drain" if jobs and outbox else "drain_jobs" if jobs else "drain_outbox")
     try:
         report = Drain(
             liveness.worker_id(), max_seconds=max_seconds or options["DRAIN_SECONDS"], jobs=jobs, outbox=outbox,
@@ -59,7 +60,7 @@ def _run(max_seconds: float | None, *, jobs: bool, outbox: bool) -> dict[str, An
         STATE.requested.wait(min(5.0, options["DRAIN_SECONDS"]))
         _successor(task)
         raise
-    if report.ended == "budget":
+    if report.ended == DrainEnding.BUDGET:
         _successor(task)
     return asdict(report)
 
@@ -67,9 +68,9 @@ def _run(max_seconds: float | None, *, jobs: bool, outbox: bool) -> dict[str, An
 def _successor(task: str) -> None:
     """Hand this worker's place to the next drain, unless the cluster is stopping."""
     if not STATE.requested.is_set():
-        kicks.kick_drain(task)
+        wakeups.kick_drain(task)
 
 
 def sweep() -> dict[str, Any]:
-    """The once-a-minute maintenance pass (see pipeline.sweeper)."""
+    """The once-a-minute maintenance pass (see pipeline.maintenance.sweeper)."""
     return asdict(Sweeper.from_settings().run_once(system_clock.now()))

@@ -7,27 +7,44 @@ document content, payloads or result data: only what happened, when, and who dec
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from dataclasses import dataclass
 
-from dlq.models import AuditEntry, DeadLetter, ReprocessRefusal
-from pipeline.models import Attempt, Job, OutboxEvent, Result, Review, ReviewStatus
+from dlq.models import AuditEntry, ReprocessRefusal
+from pipeline.models import Attempt, DeadLetter, Job, OutboxEvent, Result, Review, ReviewStatus
 from pipeline.outbox import RESULT_TOPIC
 from pipeline.reasons import ErrorCode
 from pipeline.states import JobStatus
+from relayops.formatting import format_duration
 
-# Same-instant entries of one version read in causal order; leases and their ends go by fence, so a
-# takeover shows the old lease expiring before the new one starts.
-ORDER = [
-    "enqueued", "attempt", "committed", "event", "finished", "dead_lettered",
-    "published", "handed_off", "decided", "refused", "reprocessed",
-]
-KINDS = {"leased", "attempt_ended", *ORDER} - {"attempt"}
+
+class EntryKind(enum.StrEnum):
+    """What a timeline entry records. Their order is the causal order of same-instant entries of one
+    version; a lease and its end share a place and go by fence, so a takeover shows the old lease
+    expiring before the new one starts."""
+
+    ENQUEUED = "enqueued"
+    LEASED = "leased"
+    ATTEMPT_ENDED = "attempt_ended"
+    COMMITTED = "committed"
+    EVENT = "event"
+    FINISHED = "finished"
+    DEAD_LETTERED = "dead_lettered"
+    PUBLISHED = "published"
+    HANDED_OFF = "handed_off"
+    DECIDED = "decided"
+    REFUSED = "refused"
+    REPROCESSED = "reprocessed"
+
+
+_PLACE = {kind: place for place, kind in enumerate(EntryKind)}
+_PLACE[EntryKind.ATTEMPT_ENDED] = _PLACE[EntryKind.LEASED]
 
 
 @dataclass(frozen=True)
 class Entry:
     at: dt.datetime
-    kind: str  # one of KINDS
+    kind: EntryKind
     version: int
     title: str
     detail: str = ""
@@ -37,9 +54,8 @@ class Entry:
     fence: int = 0  # leases and their ends only
 
     @property
-    def sort_key(self) -> tuple[dt.datetime, int, int, int, int]:
-        group = "attempt" if self.kind in ("leased", "attempt_ended") else self.kind
-        return (self.at, self.version, ORDER.index(group), self.fence, self.kind == "attempt_ended")
+    def sort_key(self) -> tuple[dt.datetime, int, int, int, bool]:
+        return (self.at, self.version, _PLACE[self.kind], self.fence, self.kind == EntryKind.ATTEMPT_ENDED)
 
 
 @dataclass(frozen=True)
@@ -59,12 +75,12 @@ class DocumentTimeline:
 def _job_entries(job: Job) -> list[Entry]:
     v = job.operation_version
     origin = f"reprocess of v{v - 1}" if job.reprocessed_from_id else "new document"
-    entries = [Entry(job.created_at, "enqueued", v, f"Version {v} enqueued", f"{origin}; up to {job.max_attempts} attempts",
+    entries = [Entry(job.created_at, EntryKind.ENQUEUED, v, f"Version {v} enqueued", f"{origin}; up to {job.max_attempts} attempts",
                      link="admin:pipeline_job_change", link_pk=job.pk)]
     if job.finished_at and job.status == JobStatus.SUCCEEDED:
-        entries.append(Entry(job.finished_at, "finished", v, "Succeeded", f"after {job.attempt} attempt(s)"))
+        entries.append(Entry(job.finished_at, EntryKind.FINISHED, v, "Succeeded", f"after {job.attempt} attempt(s)"))
     elif job.finished_at and job.status == JobStatus.CANCELLED:
-        entries.append(Entry(job.finished_at, "finished", v, "Cancelled", job.last_error_code, warning=True))
+        entries.append(Entry(job.finished_at, EntryKind.FINISHED, v, "Cancelled", job.last_error_code, warning=True))
     return entries
 
 
@@ -73,7 +89,7 @@ def _attempt_entries(attempt: Attempt, job: Job) -> list[Entry]:
     detail = f"attempt {attempt.attempt} of {job.max_attempts}, fence {attempt.fence}, worker {attempt.worker}"
     if attempt.ended_at is None and job.status == JobStatus.LEASED and job.fence == attempt.fence:
         detail += f"; lease held until {job.lease_until:%Y-%m-%d %H:%M:%S}"
-    entries = [Entry(attempt.leased_at, "leased", v, f"Leased (fence {attempt.fence})", detail, fence=attempt.fence)]
+    entries = [Entry(attempt.leased_at, EntryKind.LEASED, v, f"Leased (fence {attempt.fence})", detail, fence=attempt.fence)]
     if attempt.ended_at is None:
         return entries
     code = attempt.error_code
@@ -86,7 +102,7 @@ def _attempt_entries(attempt: Attempt, job: Job) -> list[Entry]:
     else:
         title, note = f"Attempt failed: {code or 'unclassified'}", ""
     detail = f"attempt {attempt.attempt}, fence {attempt.fence}" + (f"; {note}" if note else "")
-    entries.append(Entry(attempt.ended_at, "attempt_ended", v, title, detail, warning=code != ErrorCode.SHUTDOWN,
+    entries.append(Entry(attempt.ended_at, EntryKind.ATTEMPT_ENDED, v, title, detail, warning=code != ErrorCode.SHUTDOWN,
                          fence=attempt.fence))
     return entries
 
@@ -97,23 +113,23 @@ def _outcome_entries(
     versions = {j.pk: j.operation_version for j in jobs}
     by_key = {j.idempotency_key: j.operation_version for j in jobs}
     entries = [
-        Entry(r.created_at, "committed", versions[r.job_id], "Result committed", f"with fence {r.fence}")
+        Entry(r.created_at, EntryKind.COMMITTED, versions[r.job_id], "Result committed", f"with fence {r.fence}")
         for r in results
     ]
     for e in events:
         v = by_key.get(e.idempotency_key, 0)
-        entries.append(Entry(e.created_at, "event", v, "Event written to the outbox", f"{e.topic}, event {e.event_id}"))
+        entries.append(Entry(e.created_at, EntryKind.EVENT, v, "Event written to the outbox", f"{e.topic}, event {e.event_id}"))
         if e.published_at:
-            entries.append(Entry(e.published_at, "published", v, "Event published",
+            entries.append(Entry(e.published_at, EntryKind.PUBLISHED, v, "Event published",
                                  f"after {e.publish_attempts} publish attempt(s)"))
     for r in reviews:
         v = versions[r.job_id]
-        entries.append(Entry(r.created_at, "handed_off", v, "Handed off for review",
+        entries.append(Entry(r.created_at, EntryKind.HANDED_OFF, v, "Handed off for review",
                              link="admin:pipeline_review_change", link_pk=r.pk))
         if r.decided_at and r.status != ReviewStatus.PENDING:
             who = r.decided_by.get_username() if r.decided_by else "unknown"
             wait = r.decided_at - r.created_at
-            entries.append(Entry(r.decided_at, "decided", v, f"Review {r.status} by {who}",
+            entries.append(Entry(r.decided_at, EntryKind.DECIDED, v, f"Review {r.status} by {who}",
                                  f"waited {format_duration(wait)} from handoff", link="admin:pipeline_review_change",
                                  link_pk=r.pk))
     return entries
@@ -123,19 +139,19 @@ def _dlq_entries(
     versions: dict[int, int], dead: list[DeadLetter], audits: list[AuditEntry], refusals: list[ReprocessRefusal]
 ) -> list[Entry]:
     entries = [
-        Entry(d.created_at, "dead_lettered", versions[d.job_id], f"Dead-lettered: {d.reason_code}",
+        Entry(d.created_at, EntryKind.DEAD_LETTERED, versions[d.job_id], f"Dead-lettered: {d.reason_code}",
               f"last error {d.error_code or 'none'}, after {d.attempts} attempt(s)", warning=True,
-              link="admin:dlq_deadletter_change", link_pk=d.pk)
+              link="admin:pipeline_deadletter_change", link_pk=d.pk)
         for d in dead
     ]
     for a in audits:
         because = f"reason: {a.reason}" if a.reason else "no reason given"
-        entries.append(Entry(a.at, "reprocessed", versions[a.old_job_id],
+        entries.append(Entry(a.at, EntryKind.REPROCESSED, versions[a.old_job_id],
                              f"Reprocessed by {a.operator} as version {versions.get(a.new_job_id, '?')}", because,
                              link="admin:dlq_auditentry_change", link_pk=a.pk))
     job_of = {d.pk: d.job_id for d in dead}
     for f in refusals:
-        entries.append(Entry(f.at, "refused", versions[job_of[f.dead_letter_id]],
+        entries.append(Entry(f.at, EntryKind.REFUSED, versions[job_of[f.dead_letter_id]],
                              f"Reprocess by {f.operator} refused: tenant rate limit",
                              f"retry possible after {f.retry_after_seconds} s", warning=True))
     return entries
@@ -162,15 +178,3 @@ def document_timeline(tenant: str, document_id: str) -> DocumentTimeline:
     entries.sort(key=lambda e: e.sort_key)
     return DocumentTimeline(tenant=tenant, document_id=document_id, versions=jobs, entries=entries)
 
-
-def format_duration(delta: dt.timedelta) -> str:
-    """A short human duration: 45 s, 12 min, 3 h 5 min, 2 d 4 h."""
-    seconds = max(0, int(delta.total_seconds()))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
-    if seconds < 3600:
-        return f"{minutes} min"
-    if seconds < 86400:
-        return f"{hours} h {minutes % 60} min" if minutes % 60 else f"{hours} h"
-    return f"{days} d {hours % 24} h" if hours % 24 else f"{days} d"

@@ -1,4 +1,4 @@
-"""The demo's data: a dozen synthetic invoices for two tenants, each showing one behaviour."""
+"""The demo's scenarios: a dozen synthetic invoices for two tenants, each showing one behaviour."""
 
 from __future__ import annotations
 

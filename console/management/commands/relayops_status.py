@@ -8,12 +8,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from pipeline import status
+from console import status
 from pipeline.clock import system_clock
 
 
 class Command(BaseCommand):
-    help = "Per tenant: jobs by status, oldest visible job age, outbox lag, DLQ size by reason; drains by node."
+    help = "Per tenant: jobs by status, oldest due job age, outbox lag, DLQ size by reason; drains by node."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", default=None, help="show this tenant only")

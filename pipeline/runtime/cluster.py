@@ -3,7 +3,7 @@
 django-q2 gives running tasks no stop signal: on SIGTERM the sentinel stops its pusher and queues one
 STOP pill per worker behind the tasks already prefetched, then waits for the workers. So:
 
-- every worker, when spawned (``post_spawn``), installs the stop handlers of pipeline.shutdown and
+- every worker, when spawned (``post_spawn``), installs the stop handlers of pipeline.runtime.shutdown and
   runs its first drain inline, before it reads django-q2's task queue: each worker hosts a parked
   drain from its first second, whichever node's pusher the broker's kicks go to;
 - ``Sentinel.stop`` is wrapped to send SIGUSR1 (stop) to its live workers *before* the original
@@ -14,24 +14,39 @@ STOP pill per worker behind the tasks already prefetched, then waits for the wor
 - ``Sentinel.start`` is wrapped to create the sweeper schedule, log loudly if crashes are injected,
   and make the sentinel survive a SIGTERM sent to the whole process group.
 
-The wrappers call the originals unchanged; nothing in django-q2's own files is edited.
+The wrappers call the originals unchanged; nothing in django-q2's own files is edited. They lean on
+django-q2 internals (the methods above and the sentinel's ``pool``, ``pusher`` and ``task_queue``), so
+``install`` checks that they exist and refuses to start, naming the installed version, if not.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import signal
 import time
 from types import FrameType
 from typing import Any, Callable
 
+import django_q
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django_q import cluster
+from django_q.models import Schedule
+from django_q.signals import post_spawn
+
+from pipeline.runtime import tasks
+from pipeline.runtime.shutdown import HURRY_SIGNAL, STOP_SIGNAL, install_worker_handlers
 from relayops.logging import get_logger
 
 log = get_logger(__name__)
 
 SWEEPER_NAME = "relayops-sweeper"
-SWEEPER_FUNC = "pipeline.tasks.sweep"
+SWEEPER_FUNC = f"{tasks.__name__}.sweep"
+# What the wrappers need of django-q2 (checked at start-up): methods, and attributes its __init__ sets.
+WRAPPED_METHODS = {cluster.Cluster: ("__init__", "sig_handler"), cluster.Sentinel: ("start", "stop")}
+USED_ATTRIBUTES = {cluster.Cluster: ("sentinel",), cluster.Sentinel: ("pool", "pusher", "task_queue")}
 
 _sentinel: Any = None
 _sentinel_pid: int | None = None
@@ -39,14 +54,27 @@ _group_terminated = False  # the sentinel itself got a SIGTERM: it went to the w
 
 
 def install() -> None:
-    from django_q import cluster
-    from django_q.signals import post_spawn
-
+    check_django_q()
     post_spawn.connect(on_worker_spawn, dispatch_uid="relayops-worker-spawn")
     _wrap(cluster.Cluster, "__init__", _cluster_init)
     _wrap(cluster.Cluster, "sig_handler", _cluster_signal)
     _wrap(cluster.Sentinel, "start", _sentinel_start)
     _wrap(cluster.Sentinel, "stop", _sentinel_stop)
+
+
+def check_django_q() -> None:
+    """Refuse to start, naming the version, if django-q2 lacks what the wrappers rely on."""
+    missing = [f"{cls.__name__}.{name}" for cls, names in WRAPPED_METHODS.items() for name in names
+               if not callable(getattr(cls, name, None))]
+    for cls, names in USED_ATTRIBUTES.items():
+        source = inspect.getsource(cls.__init__)
+        missing += [f"{cls.__name__}().{name}" for name in names if f"self.{name} =" not in source]
+    if missing:
+        version = ".".join(map(str, django_q.VERSION))
+        raise ImproperlyConfigured(
+            f"RelayOps wraps django-q2 internals that django-q2 {version} does not have ({', '.join(missing)}). "
+            "It is tested with the version pinned in requirements.txt; install that one."
+        )
 
 
 def _wrap(cls: type, name: str, wrapper: Callable[..., Any]) -> None:
@@ -66,15 +94,11 @@ def _cluster_init(original: Callable[..., Any], self: Any, *args: Any, **kwargs:
     original(self, *args, **kwargs)
     # The sentinel, pusher, monitor and workers inherit these until they install their own: a stray
     # stop or hurry signal must never kill a process that has no handler yet.
-    from pipeline.shutdown import HURRY_SIGNAL, STOP_SIGNAL
-
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)
     signal.signal(HURRY_SIGNAL, signal.SIG_IGN)
 
 
 def _cluster_signal(original: Callable[..., Any], self: Any, signum: int, frame: FrameType | None) -> None:
-    from pipeline.shutdown import HURRY_SIGNAL
-
     if getattr(self, "_relayops_stopping", False):
         log.warning("cluster.stop_now", signal=signal.Signals(signum).name)
         if self.sentinel is not None and self.sentinel.is_alive():
@@ -87,8 +111,6 @@ def _cluster_signal(original: Callable[..., Any], self: Any, signum: int, frame:
 
 def _sentinel_start(original: Callable[..., Any], self: Any) -> None:
     global _sentinel, _sentinel_pid
-    from pipeline.shutdown import HURRY_SIGNAL
-
     _sentinel, _sentinel_pid = self, os.getpid()
     signal.signal(HURRY_SIGNAL, _forward_hurry)
     # A SIGTERM to the whole process group (systemd's default KillMode, `timeout`, `kill -- -PGID`)
@@ -118,8 +140,6 @@ def _note_group_term(signum: int, frame: FrameType | None) -> None:
 
 
 def _sentinel_stop(original: Callable[..., Any], self: Any) -> None:
-    from pipeline.shutdown import STOP_SIGNAL
-
     for process in list(self.pool):
         if process.is_alive():
             os.kill(process.pid, STOP_SIGNAL)
@@ -148,9 +168,6 @@ def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
     A kick would do too, but on a node started next to a busy one the other node's pusher may take
     it. The drain's successor goes through the broker like any kick.
     """
-    from pipeline import tasks
-    from pipeline.shutdown import install_worker_handlers
-
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     install_worker_handlers()
     try:
@@ -160,8 +177,6 @@ def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
 
 
 def _announce_crash_injection() -> None:
-    from django.conf import settings
-
     spec = settings.RELAYOPS["CRASH_POINTS"]
     if spec:
         log.critical(
@@ -172,9 +187,7 @@ def _announce_crash_injection() -> None:
 
 def ensure_sweeper_schedule() -> None:
     """Create the once-a-minute sweeper schedule unless it exists (idempotent; several nodes may race,
-    and the extra rows are removed)."""
-    from django_q.models import Schedule
-
+    and the extra rows are removed). An existing row is pointed at the current task path."""
     existing = Schedule.objects.filter(name=SWEEPER_NAME).order_by("pk")
     if not existing.exists():
         Schedule.objects.create(
@@ -182,3 +195,4 @@ def ensure_sweeper_schedule() -> None:
         )
     keep = existing.values_list("pk", flat=True).first()
     Schedule.objects.filter(name=SWEEPER_NAME).exclude(pk=keep).delete()
+    Schedule.objects.filter(pk=keep).exclude(func=SWEEPER_FUNC).update(func=SWEEPER_FUNC)  # a renamed task

@@ -1,6 +1,6 @@
 """Graceful stop inside a django-q2 worker: stop taking jobs, finish within a grace period, then release.
 
-django-q2 tells running tasks nothing when the cluster stops, so ``pipeline.cluster`` makes the
+django-q2 tells running tasks nothing when the cluster stops, so ``pipeline.runtime.cluster`` makes the
 sentinel signal its workers first. In a worker:
 
 - SIGUSR1 (stop): drains take no new job and exit; a running job may finish for
@@ -21,9 +21,7 @@ from types import FrameType
 from django.db import connection
 
 from pipeline import queue
-from pipeline.errors import StaleLeaseError
-from pipeline.models import Job
-from pipeline.states import JobStatus
+from pipeline.errors import ShutdownInterrupt, StaleLeaseError
 from relayops.logging import get_logger
 
 log = get_logger(__name__)
@@ -31,13 +29,6 @@ log = get_logger(__name__)
 STOP_SIGNAL = signal.SIGUSR1
 HURRY_SIGNAL = signal.SIGUSR2
 FORCE_EXIT_SECONDS = 5.0  # after a hurry, a worker still alive this long releases its leases and exits
-
-
-class ShutdownInterrupt(BaseException):
-    """The cluster stops now: abandon the running job; its lease is released, not failed.
-
-    A BaseException, like django-q2's TimeoutException, so no ``except Exception`` in a job absorbs it.
-    """
 
 
 class StopState:
@@ -103,7 +94,7 @@ def _on_hurry(signum: int, frame: FrameType | None) -> None:
 
 def _force_exit() -> None:
     """The worker did not finish after a hurry: release what it still leases, then exit at once."""
-    from pipeline.liveness import worker_id
+    from pipeline.runtime.liveness import worker_id
 
     log.error("worker.forced_exit", pid=os.getpid(), after_seconds=FORCE_EXIT_SECONDS)
     release_held(worker_id())
@@ -126,12 +117,12 @@ def release_held(worker_id: str) -> int:
 
     def run() -> None:
         try:
-            for job in Job.objects.filter(status=JobStatus.LEASED, lease_owner=worker_id):
+            for lease in queue.leases_held_by(worker_id):
                 try:
-                    queue.release(_lease_of(job))
+                    queue.release(lease)
                 except StaleLeaseError:
                     continue
-                released.append(job.pk)
+                released.append(lease.job_id)
         except Exception as exc:  # the database is gone too: the leases will expire instead
             log.error("worker.release_failed", worker=worker_id, error_type=type(exc).__name__)
         finally:
@@ -144,12 +135,3 @@ def release_held(worker_id: str) -> int:
         log.warning("worker.leases_released", worker=worker_id, jobs=released)
     return len(released)
 
-
-def _lease_of(job: Job) -> queue.Lease:
-    assert job.lease_until is not None
-    return queue.Lease(
-        job_id=job.pk, fence=job.fence, lease_until=job.lease_until, worker_id=job.lease_owner,
-        attempt=job.attempt, max_attempts=job.max_attempts, tenant=job.tenant, document_id=job.document_id,
-        operation_version=job.operation_version, idempotency_key=job.idempotency_key, payload=job.payload,
-        payload_hash=job.payload_hash, deadline_at=job.deadline_at,
-    )

@@ -15,6 +15,8 @@ from django.db.models import QuerySet
 
 from pipeline.consumer import REVIEW_CONSUMER
 from pipeline.models import ConsumedEvent, OutboxEvent
+from relayops.errors import InvalidInputError
+from relayops.validation import check_int
 
 
 def check_retention(outbox_days: float, consumer_days: float) -> None:
@@ -43,22 +45,26 @@ def _delete_in_batches(rows: QuerySet, batch_size: int, max_batches: int) -> int
     return deleted
 
 
+def _check_retention_window(retention: dt.timedelta) -> None:
+    if not isinstance(retention, dt.timedelta) or retention <= dt.timedelta(0):
+        raise InvalidInputError("retention", "must be a positive timedelta")
+
+
 @dataclass(frozen=True)
 class Batches:
     size: int = 1000
     max_per_run: int = 20
 
     def __post_init__(self) -> None:
-        if not 1 <= self.size <= 100_000 or not 1 <= self.max_per_run <= 10_000:
-            raise ValueError("batch size must be in [1, 100000] and max_per_run in [1, 10000]")
+        check_int("size", self.size, low=1, high=100_000)
+        check_int("max_per_run", self.max_per_run, low=1, high=10_000)
 
 
 class OutboxPruner:
     """Deletes outbox rows published more than ``retention`` ago. Unpublished rows are never touched."""
 
     def __init__(self, retention: dt.timedelta, batches: Batches = Batches()) -> None:
-        if retention <= dt.timedelta(0):
-            raise ValueError("retention must be positive")
+        _check_retention_window(retention)
         self.retention = retention
         self.batches = batches
 
@@ -71,14 +77,13 @@ class ConsumerMemoryPruner:
     """Forgets event ids consumed more than ``retention`` ago, except those still pending in the outbox."""
 
     def __init__(self, retention: dt.timedelta, batches: Batches = Batches(), consumer: str = REVIEW_CONSUMER) -> None:
-        if retention <= dt.timedelta(0):
-            raise ValueError("retention must be positive")
+        _check_retention_window(retention)
         self.retention = retention
         self.batches = batches
         self.consumer = consumer
 
     def run_once(self, now: dt.datetime) -> int:
-        pending = OutboxEvent.objects.filter(published_at__isnull=True).values("event_id")
+        pending = OutboxEvent.objects.unpublished().values("event_id")
         forgettable = ConsumedEvent.objects.filter(
             consumer=self.consumer, consumed_at__lt=now - self.retention
         ).exclude(event_id__in=pending)

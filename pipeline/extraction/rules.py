@@ -1,4 +1,4 @@
-"""Extractors pull an invoice's fields from a document. The default is deterministic rules.
+"""The rules extractor: an invoice's fields pulled from plain text with fixed patterns (the default).
 
 A document payload is ``{"text": "..."}``; the optional ``"simulate"`` object lets tests and the demo
 ask for behaviour a real extractor shows: ``{"transient_failures": 2}`` fails the first two attempts
@@ -8,24 +8,12 @@ as an unavailable model, ``{"work_seconds": 3}`` takes that long (heartbeating m
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+import time
+from typing import Any, Callable
 
 from pipeline.errors import PermanentError, TransientError
+from pipeline.extraction.document import Document
 from pipeline.reasons import ErrorCode
-
-
-@dataclass(frozen=True)
-class Document:
-    tenant: str
-    document_id: str
-    payload: Any
-    attempt: int
-
-
-class Extractor(Protocol):
-    def __call__(self, document: Document, checkpoint: Callable[[], None]) -> dict[str, Any]: ...
-
 
 FIELDS = {
     "invoice_number": re.compile(r"^\s*invoice\s*(?:no|number|#)\s*[:.]?\s*(\S+)", re.I | re.M),
@@ -41,8 +29,6 @@ def _simulate(document: Document, checkpoint: Callable[[], None]) -> None:
         raise TransientError(ErrorCode.EXTRACTOR_UNAVAILABLE)
     work = float(simulate.get("work_seconds", 0))
     if work > 0:
-        import time
-
         end = time.monotonic() + work
         while time.monotonic() < end:
             checkpoint()

@@ -1,0 +1,90 @@
+"""One pass of the pipeline for one job: lease -> extract -> validate -> commit (result + event + completion).
+
+The worker loop that calls it over and over is the drain (pipeline.runtime.drain).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pipeline import queue
+from pipeline.clock import Clock, system_clock
+from pipeline.crash import NO_CRASH, CrashInjector
+from pipeline.errors import LeaseLostError, StaleLeaseError
+from pipeline.extraction.document import Document, Extractor
+from pipeline.extraction.rules import invoice_extractor
+from pipeline.extraction.validation import validate_invoice
+from pipeline.outbox import commit_result_with_event
+from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter, RetryPolicy
+from pipeline.runtime.heartbeat import Heartbeat
+from relayops.logging import get_logger
+
+log = get_logger(__name__)
+
+
+class Outcome(enum.StrEnum):
+    IDLE = "idle"  # nothing was claimable
+    COMMITTED = "committed"  # result, event and completion committed
+    DEDUPED = "deduped"  # the key already had this result: nothing new was written
+    RETRY = "retry"  # failed; queued again after a backoff
+    DEAD_LETTERED = "dead_lettered"
+    CANCELLED = "cancelled"
+    LEASE_LOST = "lease_lost"  # another worker holds the job now: nothing was written
+
+
+@dataclass(frozen=True)
+class WorkOutcome:
+    outcome: Outcome
+    job_id: int | None = None
+    fence: int | None = None
+
+
+def process_once(
+    worker_id: str,
+    *,
+    extractor: Extractor = invoice_extractor,
+    validator: Callable[[dict[str, Any]], dict[str, Any]] = validate_invoice,
+    crash: CrashInjector = NO_CRASH,
+    clock: Clock = system_clock,
+    lease_seconds: float | None = None,
+    heartbeat: bool = False,
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> WorkOutcome:
+    """Process at most one job. Extraction may run more than once for a job (at-least-once
+    execution); the fenced commit makes its effect happen once."""
+    lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
+    if lease is None:
+        return WorkOutcome(Outcome.IDLE)
+    crash("after_lease")
+    seconds = queue.lease_seconds_or_default(lease_seconds)
+    beat = Heartbeat(lease, lease_seconds=seconds, clock=clock) if heartbeat else None
+    try:
+        with beat or contextlib.nullcontext():
+            checkpoint = beat.check if beat else (lambda: None)
+            document = Document(lease.tenant, lease.document_id, lease.payload, lease.attempt)
+            fields = validator(extractor(document, checkpoint))
+            crash("after_extract")
+            checkpoint()
+        outcome = commit_result_with_event(lease, fields, clock=clock)
+    except (LeaseLostError, StaleLeaseError):
+        log.warning("job.lease_lost", job_id=lease.job_id, fence=lease.fence)
+        return WorkOutcome(Outcome.LEASE_LOST, lease.job_id, lease.fence)
+    except Exception as exc:
+        return _fail(lease, exc, clock, policy)
+    crash("after_commit_before_ack")
+    log.info("job.committed", job_id=lease.job_id, fence=lease.fence, deduped=outcome.deduped)
+    return WorkOutcome(Outcome.DEDUPED if outcome.deduped else Outcome.COMMITTED, lease.job_id, lease.fence)
+
+
+def _fail(lease: queue.Lease, exc: Exception, clock: Clock, policy: RetryPolicy) -> WorkOutcome:
+    try:
+        decision = queue.nack(lease, exc, clock=clock, policy=policy)
+    except StaleLeaseError:
+        return WorkOutcome(Outcome.LEASE_LOST, lease.job_id, lease.fence)
+    outcome = (Outcome.DEAD_LETTERED if isinstance(decision, DeadLetter)
+               else Outcome.CANCELLED if isinstance(decision, Cancel) else Outcome.RETRY)
+    log.info("job.failed", job_id=lease.job_id, fence=lease.fence, decision=outcome.value, code=decision.code)
+    return WorkOutcome(outcome, lease.job_id, lease.fence)

@@ -1,0 +1,190 @@
+"""The shared admin toolkit: every RelayOps admin page is built from these pieces.
+
+Tenant scope (``TenantScopedMixin``), read-only rows with exact indexed search and estimated paging
+(``PipelineRowAdmin``), the confirmation page of an action (``confirm_action``), the tenant and age
+filters, links to a job and its document timeline, and how durations read (``format_duration``).
+
+Every list, change page, search, filter, action and autocomplete goes through ``get_queryset``, so
+scoping it scopes them all; an object outside the user's tenants is a 404, like one that never
+existed. An action POSTed by a user who is not offered it is a 403 and changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.core.exceptions import PermissionDenied
+from django.db.models import Model, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from relayops.formatting import format_duration
+from relayops.paging import EstimatedCountPaginator
+from tenancy.models import Membership
+from tenancy.names import TENANT_RE
+from tenancy.services import scope, tenants_of
+
+__all__ = [
+    "AgeFilter", "PipelineRowAdmin", "TenantFilter", "TenantScopedMixin", "age_of", "format_duration", "job_link",
+    "timeline_link",
+]
+
+AGE_BUCKETS = {
+    "1h": ("less than an hour", dt.timedelta(0), dt.timedelta(hours=1)),
+    "1d": ("1 hour to 1 day", dt.timedelta(hours=1), dt.timedelta(days=1)),
+    "7d": ("1 to 7 days", dt.timedelta(days=1), dt.timedelta(days=7)),
+    "old": ("older than 7 days", dt.timedelta(days=7), None),
+}
+
+
+def age_of(since: dt.datetime | None) -> str:
+    return format_duration(timezone.now() - since) if since else "-"
+
+
+def timeline_link(job_id: int) -> str:
+    return format_html('<a href="{}">timeline</a>', reverse("admin:pipeline_job_timeline", args=[job_id]))
+
+
+def job_link(job: Any) -> str:
+    """A link to a job's page labelled with its version (``v2``)."""
+    url = reverse("admin:pipeline_job_change", args=[job.pk])
+    return format_html('<a href="{}">v{}</a>', url, job.operation_version)
+
+
+class TenantFilter(admin.SimpleListFilter):
+    """Filter by tenant, offering only the user's tenants (superusers: every tenant with members).
+
+    Never a distinct scan of the big table, and never another tenant's name.
+    """
+
+    title = "tenant"
+    parameter_name = "tenant"
+
+    def __init__(self, request: HttpRequest, params: Any, model: type[Model], model_admin: Any) -> None:
+        self.field = getattr(model_admin, "tenant_field", "tenant")
+        super().__init__(request, params, model, model_admin)
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        tenants = tenants_of(request.user)
+        names = set(tenants if tenants is not None else Membership.objects.values_list("tenant", flat=True).distinct())
+        if self.value():  # a filter with no choices is not applied at all: keep the chosen one
+            names.add(str(self.value()))
+        return [(name, name) for name in sorted(names)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset.filter(**{self.field: value}) if value else queryset
+
+
+class AgeFilter(admin.SimpleListFilter):
+    """Age buckets on the admin's ``age_field``: a range on an indexed timestamp, never a computation."""
+
+    title = "age"
+    parameter_name = "age"
+
+    def __init__(self, request: HttpRequest, params: Any, model: Any, model_admin: Any) -> None:
+        self.field = getattr(model_admin, "age_field", "created_at")
+        super().__init__(request, params, model, model_admin)
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(key, label) for key, (label, _, _) in AGE_BUCKETS.items()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() not in AGE_BUCKETS:
+            return queryset
+        _, younger, older = AGE_BUCKETS[str(self.value())]
+        now = timezone.now()
+        queryset = queryset.filter(**{f"{self.field}__lte": now - younger})
+        return queryset.filter(**{f"{self.field}__gt": now - older}) if older else queryset
+
+
+class TenantScopedMixin:
+    """Narrow an admin to the user's tenants. ``tenant_field`` names the row's tenant column."""
+
+    tenant_field = "tenant"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return scope(super().get_queryset(request), request.user, self.tenant_field)  # type: ignore[misc]
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        obj = super().get_object(request, object_id, from_field)  # type: ignore[misc]
+        if obj is None:  # missing or another tenant's: the same answer, so existence is not confirmed
+            raise Http404("No such object.")
+        return obj
+
+
+class PipelineRowAdmin(TenantScopedMixin, admin.ModelAdmin):
+    """Tenant-scoped and read-only: rows change through services (the actions call them), never here.
+
+    Search is exact (``exact_search_fields``, each an indexed column), so it is served by an index;
+    a ``tenant:document`` term finds every version of a document when ``document_field`` is set.
+    """
+
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # a COUNT per filter choice over the whole table
+    list_per_page = 50
+    exact_search_fields: list[str] = []
+    document_field = ""
+    max_action_rows = 100
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        term = search_term.strip()
+        if not term or not self.exact_search_fields:
+            return queryset, False
+        match = Q()
+        for field in self.exact_search_fields:
+            match |= Q(**{field: term})
+        tenant, _, document = term.partition(":")
+        if self.document_field and document and TENANT_RE.fullmatch(tenant):
+            match |= Q(**{self.tenant_field: tenant, self.document_field: document})
+        return queryset.filter(match), False
+
+    def confirm_action(
+        self, request: HttpRequest, queryset: QuerySet[Any], *, action: str, title: str, template: str,
+        form_class: type[forms.Form] = forms.Form,
+    ) -> forms.Form | HttpResponse | None:
+        """delete_selected's shape: the first POST shows a confirmation page, the second acts.
+
+        Returns the valid form once confirmed; otherwise the response to send (the page again, or
+        None to go back to the list with a message).
+        """
+        rows = list(queryset[: self.max_action_rows + 1])
+        if len(rows) > self.max_action_rows:
+            self.message_user(request, f"Select at most {self.max_action_rows} rows for this action.", messages.ERROR)
+            return None
+        form = form_class(request.POST) if request.POST.get("post") == "yes" else form_class()
+        if form.is_bound and form.is_valid():
+            return form
+        context = {
+            **self.admin_site.each_context(request), "title": title, "opts": self.opts, "objects": rows,
+            "form": form, "action": action, "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "media": self.media + form.media,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, template, context)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        if request.method == "POST":
+            offered = self.get_actions(request)
+            if any(name and name not in offered for name in request.POST.getlist("action")):
+                raise PermissionDenied("This action is not offered to you.")
+        return super().changelist_view(request, extra_context)
