@@ -1,10 +1,21 @@
-"""Test settings: PostgreSQL by default (override with DATABASE_URL), warnings are errors."""
+"""Test settings: PostgreSQL by default (override with DATABASE_URL), warnings are errors.
 
+Every run creates its own test database (``test_relayops_<host>_<pid>_<random>``), so two runs on one
+server never collide; tests/conftest.py drops those left behind by runs of this host that died.
+"""
+
+import hashlib
 import os
+import secrets
+import socket
 
 os.environ.setdefault("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/relayops")
 os.environ.setdefault("SECRET_KEY", "relayops-tests-only")
 
 from relayops.settings import *  # noqa: E402,F403
+
+TEST_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+TEST_DATABASE_PREFIX = f"test_relayops_{TEST_HOST}_"
+DATABASES["default"]["TEST"] = {"NAME": f"{TEST_DATABASE_PREFIX}{os.getpid()}_{secrets.token_hex(3)}"}  # noqa: F405
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import pytest
 
@@ -17,10 +18,11 @@ def pytest_configure(config):
     if not db["ENGINE"].endswith("postgresql"):
         raise pytest.UsageError("RelayOps tests run on PostgreSQL: set DATABASE_URL=postgresql://...")
     try:
-        psycopg.connect(
+        with psycopg.connect(
             host=db["HOST"] or None, port=db["PORT"] or None, user=db["USER"] or None,
-            password=db["PASSWORD"] or None, dbname="postgres", connect_timeout=5,
-        ).close()
+            password=db["PASSWORD"] or None, dbname="postgres", connect_timeout=5, autocommit=True,
+        ) as server:
+            drop_abandoned_test_databases(server, settings.TEST_DATABASE_PREFIX)
     except psycopg.OperationalError as exc:
         raise pytest.UsageError(
             f"RelayOps tests need PostgreSQL at {db['HOST']}:{db['PORT']} and could not connect: "
@@ -28,6 +30,27 @@ def pytest_configure(config):
             "Start it (README, section Tests), or point the tests at another server with\n"
             "  DATABASE_URL=postgresql://USER:PASSWORD@HOST:PORT/relayops <the test command>"
         ) from None
+
+
+def drop_abandoned_test_databases(server, prefix: str) -> None:
+    """Drop the test databases of this host's runs whose process is gone (killed before teardown)."""
+    from psycopg import sql
+
+    names = server.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)", [prefix]).fetchall()
+    for (name,) in names:
+        pid = name[len(prefix):].split("_")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            server.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @pytest.fixture(scope="session")

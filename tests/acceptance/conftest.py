@@ -19,20 +19,10 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from tests.waiting import wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKERS = 2
-
-
-def wait_for(predicate: Callable[[], Any], *, timeout: float, what: str, interval: float = 0.05) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail with ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 def database_url() -> str:
@@ -139,13 +129,3 @@ def effects(key: str) -> tuple[int, int, int]:
     return (Result.objects.filter(idempotency_key=key).count(),
             OutboxEvent.objects.filter(idempotency_key=key).count(),
             Review.objects.filter(idempotency_key=key).count())
-
-
-INVOICE_TEXT = "INVOICE NO: INV-{n}\nDATE: 2026-02-14\nVENDOR: Globex Supplies\nTOTAL: {total} EUR\n"
-
-
-def invoice(n: int, **simulate: Any) -> dict[str, Any]:
-    payload: dict[str, Any] = {"text": INVOICE_TEXT.format(n=n, total=f"{100 + n}.50")}
-    if simulate:
-        payload["simulate"] = simulate
-    return payload

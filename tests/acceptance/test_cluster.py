@@ -13,7 +13,9 @@ from pipeline.models import DeadLetter
 from pipeline import queue
 from pipeline.models import Attempt, Job, OutboxEvent
 from pipeline.states import TERMINAL_STATUSES
-from tests.acceptance.conftest import effects, invoice, wait_for
+from tests.acceptance.conftest import effects
+from tests.conftest import invoice
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.django_db(transaction=True)]
 

@@ -10,7 +10,9 @@ import pytest
 
 from pipeline import queue
 from pipeline.models import Job, OutboxEvent
-from tests.acceptance.conftest import ROOT, cluster_env, effects, invoice, wait_for
+from tests.acceptance.conftest import ROOT, cluster_env, effects
+from tests.conftest import invoice
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.django_db(transaction=True)]
 

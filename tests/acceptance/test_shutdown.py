@@ -11,7 +11,9 @@ import pytest
 
 from pipeline import queue
 from pipeline.models import Attempt, Job
-from tests.acceptance.conftest import effects, invoice, wait_for
+from tests.acceptance.conftest import effects
+from tests.conftest import invoice
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.django_db(transaction=True)]
 
@@ -20,15 +22,18 @@ def leased(*jobs: Job) -> bool:
     return Job.objects.filter(pk__in=[j.pk for j in jobs], status="leased").count() == len(jobs)
 
 
+GRACE = 10  # far longer than the short job, far shorter than the long one: no race with a loaded machine
+
+
 def test_sigterm_finishes_short_jobs_and_releases_long_ones_without_an_attempt(start_cluster):
-    cluster = start_cluster(RELAYOPS_SHUTDOWN_GRACE_SECONDS="3")
+    cluster = start_cluster(RELAYOPS_SHUTDOWN_GRACE_SECONDS=str(GRACE))
     short, _ = queue.enqueue("acme", "short", 1, invoice(1, work_seconds=1))
     long, _ = queue.enqueue("acme", "long", 1, invoice(2, work_seconds=60))
     wait_for(lambda: leased(short, long), timeout=10, what="both jobs leased")
 
     began = time.monotonic()
-    assert cluster.stop(timeout=20) == 0
-    assert time.monotonic() - began < 3 + 5
+    assert cluster.stop(timeout=GRACE + 20) == 0
+    assert time.monotonic() - began < GRACE + 8
 
     short.refresh_from_db()
     long.refresh_from_db()

@@ -33,6 +33,7 @@ from pipeline.worker import process_once
 from tests.conftest import invoice
 from tests.integration.conftest import one_of_each, snapshot
 from tests.integration.procs import lease_from_json
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -94,12 +95,7 @@ def children():
 
 def poll(what: str, probe: Callable[[], Any]) -> Any:
     """Probe the database until it answers truthy, or fail after the deadline."""
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while not (answer := probe()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.01)
-    return answer
+    return wait_for(probe, timeout=DEADLINE_SECONDS, what=what, interval=0.01)
 
 
 def fetch(query: str, params: list[Any] | None = None) -> list[tuple]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from pipeline.errors import InvalidInputError
+from relayops.errors import InvalidInputError
 from tenancy.services import Role, create_member
 
 
