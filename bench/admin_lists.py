@@ -8,7 +8,7 @@ operator of the smallest and of the largest tenant with Django's test client and
 changelist and some filtered, searched and second-page variants. Per page it prints the median and
 p95 (nearest rank) of ``--repeats`` requests after a warm-up, the queries of one more request,
 whether one of them is an exact COUNT(*) over a whole big table, the slowest statement, and its plan
-(EXPLAIN ANALYZE), so a sequential scan over a million rows shows. Issue 4, requirement 4.
+(EXPLAIN ANALYZE), so a sequential scan over a million rows shows.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Usage: ./run bench latency [--jobs 300] [--gap 0.1] [--db relayops_b3_latency]
 Creates the benchmark database on the DATABASE_URL server, starts ``manage.py qcluster`` against it
 as a subprocess, waits until its drains are parked on LISTEN, then enqueues one job at a time,
 waiting for each to be published (plus ``--gap``) so every job meets an idle cluster. Prints the
-median, p95 and max of both latencies and their ratios to the targets of issue 3.
+median, p95 and max of both latencies and their ratios to the targets (start: median 10 ms, p95 50 ms;
+published: median 20 ms).
 Timestamps: the bench's clock just before ``enqueue``; the worker's ``leased_at``; the outbox row's
 ``created_at`` (taken before the commit) and ``published_at`` (one machine, one clock).
 """

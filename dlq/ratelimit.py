@@ -15,7 +15,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from dlq.models import AuditAction, AuditEntry, ReprocessRefusal
-from pipeline.errors import ReprocessRateLimitedError
+from pipeline.errors import InvalidInputError, ReprocessRateLimitedError
+from relayops.validation import check_int
 
 # Serialise the reprocesses of one tenant until the transaction ends. The first key namespaces our
 # advisory locks (0x52454c41, "RELA"); the second is the tenant's 32-bit hash. Two tenants sharing a
@@ -35,8 +36,10 @@ class ReprocessLimit:
         limit = settings.RELAYOPS.get("REPROCESS_LIMIT", 20)
         seconds = settings.RELAYOPS.get("REPROCESS_WINDOW_SECONDS", 3600)
         for name, value in (("REPROCESS_LIMIT", limit), ("REPROCESS_WINDOW_SECONDS", seconds)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ImproperlyConfigured(f"RELAYOPS[{name!r}] must be an int >= 1, got {value!r}")
+            try:
+                check_int(name, value, low=1)
+            except InvalidInputError as exc:
+                raise ImproperlyConfigured(f"RELAYOPS[{name!r}] {exc.problem}") from exc
         return cls(limit=limit, window=dt.timedelta(seconds=seconds))
 
     def retry_after(self, recent: list[dt.datetime], now: dt.datetime) -> int | None:

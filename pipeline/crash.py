@@ -27,11 +27,6 @@ class CrashInjector:
         self._rng = rng or random.Random()
 
     @classmethod
-    def at(cls, *names: str) -> "CrashInjector":
-        """Crash for sure at each of ``names`` (in-process tests)."""
-        return cls({name: 1.0 for name in names})
-
-    @classmethod
     def parse(cls, spec: str, *, kill: bool = True) -> "CrashInjector":
         """Parse ``"after_commit_before_ack:0.1,after_publish_before_mark:0.05"``."""
         points: dict[str, float] = {}
@@ -42,10 +37,6 @@ class CrashInjector:
             except ValueError as exc:
                 raise InvalidInputError("RELAYOPS_CRASH_POINTS", f"bad probability in {item!r}") from exc
         return cls(points, kill=kill)
-
-    @property
-    def enabled(self) -> bool:
-        return any(self.points.values())
 
     def __call__(self, point: str) -> None:
         probability = self.points.get(point, 0.0)

@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Protocol, Union
 
-from pipeline.errors import IdempotencyConflictError, JobFailure
+from pipeline.errors import IdempotencyConflictError, InvalidInputError, JobFailure
 from pipeline.reasons import DeadLetterReason, ErrorClass, ErrorCode
 
 
@@ -65,9 +65,11 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.base_delay_seconds < 0 or self.max_delay_seconds < self.base_delay_seconds:
-            raise ValueError("delays must satisfy 0 <= base_delay_seconds <= max_delay_seconds")
-        if self.factor < 1 or not 0 <= self.jitter < 1:
-            raise ValueError("factor must be >= 1 and jitter in [0, 1)")
+            raise InvalidInputError("max_delay_seconds", "delays must satisfy 0 <= base <= max")
+        if self.factor < 1:
+            raise InvalidInputError("factor", "must be >= 1")
+        if not 0 <= self.jitter < 1:
+            raise InvalidInputError("jitter", "must be in [0, 1)")
 
     def backoff_seconds(self, attempt: int, rng: Random = random) -> float:
         """Exponential delay after failed attempt ``attempt`` (1-based), with jitter, capped."""

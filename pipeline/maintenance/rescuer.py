@@ -11,12 +11,10 @@ from pipeline import queue
 from pipeline.queue import ExpiryReport
 from relayops.validation import check_int
 
-RescueReport = ExpiryReport
-
 
 class LeaseRescuer:
     def __init__(self, batch_size: int = 500) -> None:
         self.batch_size = check_int("batch_size", batch_size, low=1, high=10_000)
 
-    def run_once(self, now: dt.datetime) -> RescueReport:
+    def run_once(self, now: dt.datetime) -> ExpiryReport:
         return queue.expire_exhausted(now, limit=self.batch_size)

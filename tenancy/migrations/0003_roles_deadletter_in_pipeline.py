@@ -1,18 +1,15 @@
-"""The roles again, now that dead letters are pipeline rows and reprocessing is a permission of the audit."""
+"""The roles again, now that dead letters are pipeline rows (pipeline 0006) and reprocessing is a
+permission of the audit (dlq 0005): 0002's roles with the dead letters' view permission moved."""
+
+import importlib
 
 from django.db import migrations
 
 from tenancy.roles import ensure_roles
 
-VIEW = (
-    ("pipeline", "view_job"), ("pipeline", "view_result"), ("pipeline", "view_review"),
-    ("pipeline", "view_outboxevent"), ("pipeline", "view_deadletter"), ("dlq", "view_auditentry"),
-    ("dlq", "view_reprocessrefusal"),
-)
-ROLES = {  # as they were when this migration was written
-    "Operators": VIEW + (("dlq", "reprocess_deadletter"), ("pipeline", "decide_review")),
-    "Auditors": VIEW,
-}
+BEFORE = importlib.import_module("tenancy.migrations.0002_roles").ROLES
+MOVED = {("dlq", "view_deadletter"): ("pipeline", "view_deadletter")}
+ROLES = {name: tuple(MOVED.get(perm, perm) for perm in perms) for name, perms in BEFORE.items()}
 
 
 def forwards(apps, schema_editor):

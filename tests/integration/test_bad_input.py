@@ -1,4 +1,4 @@
-"""Requirement 16: bad input to every public function is a typed InvalidInputError (a ValueError)
+"""Bad input to every public function is a typed InvalidInputError (a ValueError)
 naming the argument, and nothing is written."""
 
 from __future__ import annotations

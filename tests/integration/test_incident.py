@@ -1,4 +1,4 @@
-"""The chapter's opening incident and the outbox, end to end on PostgreSQL with injected crashes.
+"""The incident that motivated RelayOps (a redelivered job billed twice) and the outbox, end to end on PostgreSQL with injected crashes.
 
 Execution is at-least-once (extraction may run twice); the effect — one result, one event, one
 review per idempotency key — happens once.
@@ -44,7 +44,7 @@ def test_opening_incident_crash_after_commit_then_repeated_delivery(clock, count
 
     job, _ = queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
     with pytest.raises(CrashSimulated):
-        process_once("w1", extractor=counting_extractor, crash=CrashInjector.at("after_commit_before_ack"),
+        process_once("w1", extractor=counting_extractor, crash=CrashInjector({"after_commit_before_ack": 1.0}),
                      lease_seconds=LEASE, clock=clock)
     # The commit carried the completion: the job is done even though the worker never acknowledged.
     job.refresh_from_db()
@@ -69,7 +69,7 @@ def test_crash_after_extract_runs_extraction_twice_and_still_commits_once(clock,
 
     job, _ = queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
     with pytest.raises(CrashSimulated):
-        process_once("w1", extractor=counting_extractor, crash=CrashInjector.at("after_extract"),
+        process_once("w1", extractor=counting_extractor, crash=CrashInjector({"after_extract": 1.0}),
                      lease_seconds=LEASE, clock=clock)
     assert Job.objects.get(pk=job.pk).status == "leased"
     assert one_of_each(KEY) == (0, 0, 0)
@@ -94,7 +94,7 @@ def test_relay_republish_is_absorbed_by_the_consumer(clock):
     publisher = RecordingPublisher(clock)
     with pytest.raises(CrashSimulated):
         relay.publish_pending(publisher=publisher, claim_seconds=30,
-                              crash=CrashInjector.at("after_publish_before_mark"), clock=clock)
+                              crash=CrashInjector({"after_publish_before_mark": 1.0}), clock=clock)
     event = OutboxEvent.objects.get()
     assert event.published_at is None and len(publisher.delivered) == 1 and Review.objects.count() == 1
 
@@ -205,7 +205,7 @@ def test_naive_dual_write_loses_the_event_the_outbox_keeps_it(clock):
     assert one_of_each("acme:naive:v1") == (1, 0, 0)
 
     with pytest.raises(CrashSimulated):  # the same crash, after the outbox commit
-        process_once("w1", crash=CrashInjector.at("after_commit_before_ack"), clock=clock)
+        process_once("w1", crash=CrashInjector({"after_commit_before_ack": 1.0}), clock=clock)
     assert publisher.delivered == []
     assert relay.publish_pending(publisher=publisher, clock=clock).published == 1  # a later relay process
     assert publisher.delivered == [OutboxEvent.objects.get(idempotency_key="acme:outbox:v1").event_id]

@@ -13,7 +13,8 @@ from pipeline.errors import PermanentError, StaleLeaseError
 from pipeline.models import Attempt, Job
 from pipeline.outbox import commit_result_with_event
 from pipeline.reasons import DeadLetterReason, ErrorCode
-from pipeline.maintenance.rescuer import LeaseRescuer, RescueReport
+from pipeline.maintenance.rescuer import LeaseRescuer
+from pipeline.queue import ExpiryReport
 from pipeline.states import JobStatus
 from tests.conftest import invoice
 from tests.integration.conftest import row_counts, snapshot
@@ -184,7 +185,7 @@ def test_rescuer_dead_letters_an_expired_last_attempt(clock):
         DeadLetterReason.MAX_ATTEMPTS_EXCEEDED, "lease_expired", 1, "acme",
     )
     assert attempts(job.pk)[0][4:] == (clock.now(), "lease_expired")
-    assert LeaseRescuer().run_once(clock.now()) == RescueReport(0, 0)
+    assert LeaseRescuer().run_once(clock.now()) == ExpiryReport(0, 0)
 
 
 def test_rescuer_leaves_live_leases_and_jobs_with_attempts_left(clock):
@@ -194,7 +195,7 @@ def test_rescuer_leaves_live_leases_and_jobs_with_attempts_left(clock):
     queue.lease_next("w1", lease_seconds=60, clock=clock)
     clock.advance(29)
     before = snapshot()
-    assert LeaseRescuer().run_once(clock.now()) == RescueReport(0, 0)
+    assert LeaseRescuer().run_once(clock.now()) == ExpiryReport(0, 0)
     assert snapshot() == before
     clock.advance(2)  # "last" expired; "more" not
     assert LeaseRescuer().run_once(clock.now()).dead_lettered == 1

@@ -1,4 +1,4 @@
-"""Requirement 15: what the chapter's single-threaded simulator could not test, with real processes.
+"""What a single-threaded simulation cannot test, with real processes.
 
 Children are separate Python processes (``tests/integration/procs.py``) on the test database. They are
 started together, or held at a chosen point, by PostgreSQL advisory locks; the parent polls the

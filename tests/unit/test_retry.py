@@ -11,6 +11,7 @@ from pipeline.errors import (
     IdempotencyConflictError, JobCancelledError, PermanentError, StaleLeaseError, TransientError,
 )
 from pipeline.reasons import DeadLetterReason, ErrorClass, ErrorCode
+from pipeline.errors import InvalidInputError
 from pipeline.retry import Cancel, DeadLetter, Retry, RetryPolicy, classify
 
 NOW = dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.timezone.utc)
@@ -109,7 +110,7 @@ def test_no_jitter_gives_the_exact_exponential_curve():
     ],
 )
 def test_policy_refuses_bad_configuration(kwargs):
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidInputError):
         RetryPolicy(**kwargs)
 
 
