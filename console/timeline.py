@@ -75,8 +75,8 @@ class DocumentTimeline:
 def _job_entries(job: Job) -> list[Entry]:
     v = job.operation_version
     origin = f"reprocess of v{v - 1}" if job.reprocessed_from_id else "new document"
-    entries = [Entry(job.created_at, EntryKind.ENQUEUED, v, f"Version {v} enqueued", f"{origin}; up to {job.max_attempts} attempts",
-                     link="admin:pipeline_job_change", link_pk=job.pk)]
+    entries = [Entry(job.created_at, EntryKind.ENQUEUED, v, f"Version {v} enqueued",
+                     f"{origin}; up to {job.max_attempts} attempts", link="admin:pipeline_job_change", link_pk=job.pk)]
     if job.finished_at and job.status == JobStatus.SUCCEEDED:
         entries.append(Entry(job.finished_at, EntryKind.FINISHED, v, "Succeeded", f"after {job.attempt} attempt(s)"))
     elif job.finished_at and job.status == JobStatus.CANCELLED:

@@ -26,7 +26,9 @@ def check_number(field: str, value: object, *, above: float | None = None, high:
 
 def check_text(field: str, value: object, *, max_length: int, allow_empty: bool = False) -> str:
     """``value`` if it is a printable string of at most ``max_length`` characters."""
-    if not isinstance(value, str) or (not value and not allow_empty) or len(value) > max_length or not value.isprintable():
+    if not isinstance(value, str) or len(value) > max_length or not value.isprintable() or (
+        not value and not allow_empty
+    ):
         emptiness = "" if allow_empty else "non-empty "
         raise InvalidInputError(field, f"must be a {emptiness}printable string of at most {max_length} characters")
     return value

@@ -52,7 +52,10 @@ def _permission(Permission: Any, app: str, codename: str) -> Any:
         raise LookupError(f"no permission {app}.{codename}") from exc
 
 
-def ensure_roles(apps: Any = django_apps, roles: dict[str, tuple[tuple[str, str], ...]] | None = None) -> dict[str, Any]:
+Roles = dict[str, tuple[tuple[str, str], ...]]
+
+
+def ensure_roles(apps: Any = django_apps, roles: Roles | None = None) -> dict[str, Any]:
     """Create the role groups if missing and give each exactly its permissions; returns them by name.
 
     ``apps`` is a migration's historical registry, or the live one (the default); ``roles`` a

@@ -27,8 +27,9 @@ def every_kind_of_job(clock) -> dict[str, int]:
         ids[name] = queue.enqueue("acme", name, 1, invoice(), max_attempts=2 if name == "exhausted" else 3,
                                   deadline=dt.timedelta(hours=1), clock=clock)[0].pk
     Job.objects.filter(pk=ids["future"]).update(visible_at=now + dt.timedelta(minutes=5))
-    for name, until in (("leased_live", now + dt.timedelta(seconds=30)), ("leased_expired", now - dt.timedelta(seconds=1)),
-                        ("exhausted", now - dt.timedelta(seconds=1))):
+    ends = {"leased_live": dt.timedelta(seconds=30), "leased_expired": -dt.timedelta(seconds=1),
+            "exhausted": -dt.timedelta(seconds=1)}
+    for name, until in ((name, now + delta) for name, delta in ends.items()):
         Job.objects.filter(pk=ids[name]).update(status=JobStatus.LEASED, lease_owner="w", lease_until=until,
                                                 visible_at=until, fence=1, attempt=2 if name == "exhausted" else 1)
     Job.objects.filter(pk=ids["past_deadline"]).update(deadline_at=now - dt.timedelta(seconds=1),
