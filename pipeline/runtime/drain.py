@@ -98,6 +98,7 @@ class Drain:
         self.stop.in_drain = True
         try:
             listener = wakeups.Listener.open(self.channels)  # before the first look: no NOTIFY slips by
+            self._record_presence(progress=False)  # present from its start, even if its first job is long
             with wakeups.relaying_here() if self.outbox else contextlib.nullcontext():
                 report.ended = self._loop(report, listener, end)
         except ShutdownInterrupt:

@@ -16,7 +16,8 @@ from django_q.models import OrmQ
 from pipeline import queue
 from pipeline.runtime.drain import Drain
 from pipeline.extraction.rules import invoice_extractor
-from pipeline.models import Attempt, Job, OutboxEvent, Result
+from pipeline.models import Attempt, DrainPresence, Job, OutboxEvent, Result
+from pipeline.processing import Outcome, WorkOutcome
 from pipeline.runtime.shutdown import StopState
 from pipeline.worker import process_once
 from tests.conftest import invoice
@@ -102,3 +103,16 @@ def test_kicks_are_a_no_op_when_disabled():
     with override_settings(RELAYOPS={**settings.RELAYOPS, "KICKS": False}):
         queue.enqueue("acme", "doc", 1, invoice(1))
     assert waiting_kicks() == 0
+
+
+def test_a_drain_is_present_from_its_start_even_when_its_first_job_is_long():
+    stop = StopState()
+    present_when_working: list[bool] = []
+
+    def long_first_job(worker_id: str) -> WorkOutcome:
+        present_when_working.append(DrainPresence.objects.filter(worker=worker_id).exists())
+        stop.requested.set()  # the job "ends" with a stop request: the drain exits after it
+        return WorkOutcome(Outcome.COMMITTED, 1, 1)
+
+    Drain("node:7", max_seconds=5, outbox=False, stop=stop, work=long_first_job).run()
+    assert present_when_working == [True]
