@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,16 +22,16 @@ def run_databases() -> set[str]:
 
 
 @pytest.mark.django_db
-def test_a_second_run_beside_this_one_passes_on_its_own_database():
+def test_a_second_run_beside_this_one_passes_on_its_own_database(tmp_path):
     ours = connection.settings_dict["NAME"]
-    before = run_databases()
-    assert ours in before
+    assert ours in run_databases()
+    out = tmp_path / "second-run-database"
     second = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/integration/test_smoke.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/meta/probe_run.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "RELAYOPS_PROBE_OUT": str(out)},
     )
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    assert run_databases() == before  # it made its own and dropped it; ours is untouched
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_database()")
-        assert cursor.fetchone()[0] == ours
+    theirs = out.read_text()
+    assert theirs.startswith(settings.TEST_DATABASE_PREFIX) and theirs != ours
+    databases = run_databases()
+    assert ours in databases and theirs not in databases  # it dropped its own; ours is untouched
