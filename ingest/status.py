@@ -36,11 +36,11 @@ def timings(job: Job, attempts: list[Attempt], review: Review | None) -> Timings
         waited = (waited or 0.0) + _seconds(attempt.leased_at - since)
         since = attempt.ended_at or attempt.leased_at
     recorded = [a.inference_seconds for a in attempts if a.inference_seconds is not None]
-    decided = review is not None and review.status != ReviewStatus.PENDING and review.decided_at is not None
+    decided_at = review.decided_at if review is not None and review.status != ReviewStatus.PENDING else None
     return Timings(
         queue_wait_seconds=round(waited, 6) if waited is not None else None,
         inference_seconds=round(sum(recorded), 6) if recorded else None,
-        review_wait_seconds=_seconds(review.decided_at - review.created_at) if decided and review else None,
+        review_wait_seconds=_seconds(decided_at - review.created_at) if decided_at and review else None,
     )
 
 

@@ -56,7 +56,7 @@ def load_extractor(spec: str) -> Extractor:
     extractor = target() if isinstance(target, type) else target
     if not callable(extractor):
         raise ImproperlyConfigured(f"RELAYOPS_EXTRACTOR={spec!r} is not callable: it must take (document, checkpoint)")
-    return extractor  # type: ignore[no-any-return]
+    return extractor
 
 
 def load_publisher(spec: str) -> Publisher:
@@ -66,7 +66,7 @@ def load_publisher(spec: str) -> Publisher:
     publisher = target() if isinstance(target, type) else target
     if not callable(getattr(publisher, "publish", None)):
         raise ImproperlyConfigured(f"RELAYOPS_PUBLISHERS: {spec!r} has no publish(event) method")
-    return publisher  # type: ignore[no-any-return]
+    return publisher
 
 
 class FanoutPublisher:

@@ -268,17 +268,18 @@ def nack(
         error_class, code, attempt=lease.attempt, max_attempts=lease.max_attempts,
         now=now, deadline_at=lease.deadline_at, rng=rng or random.Random(), not_before=not_before(error, now),
     )
-    ended = {"attempt_code": code, "report": report, "rule": _failed_rule(error)}
+    rule = _failed_rule(error)
     with transaction.atomic():
         if isinstance(decision, Retry):
-            landed = _finish(lease.job_id, lease.fence, JobStatus.QUEUED, now, last_error=code,
-                             visible_at=decision.visible_at, **ended)
+            landed = _finish(lease.job_id, lease.fence, JobStatus.QUEUED, now, attempt_code=code, last_error=code,
+                             report=report, rule=rule, visible_at=decision.visible_at)
         elif isinstance(decision, DeadLetterDecision):
-            landed = _finish(lease.job_id, lease.fence, JobStatus.DEAD_LETTERED, now, last_error=code,
-                             dead_letter=decision.reason, **ended)
+            landed = _finish(lease.job_id, lease.fence, JobStatus.DEAD_LETTERED, now, attempt_code=code,
+                             last_error=code, report=report, rule=rule, dead_letter=decision.reason)
         else:
             assert isinstance(decision, Cancel)
-            landed = _finish(lease.job_id, lease.fence, JobStatus.CANCELLED, now, last_error=decision.code, **ended)
+            landed = _finish(lease.job_id, lease.fence, JobStatus.CANCELLED, now, attempt_code=code,
+                             last_error=decision.code, report=report, rule=rule)
         if not landed:
             raise StaleLeaseError(lease.job_id, lease.fence)
     return decision

@@ -74,7 +74,7 @@ def _line_items(text: str) -> list[dict[str, str]]:
     header = TABLE_HEADER.search(text)
     if header is None:
         return []
-    items = []
+    items: list[dict[str, str]] = []
     for line in text[header.end():].lstrip("\n").splitlines():
         if RULER.fullmatch(line):
             if items or not line.strip():
