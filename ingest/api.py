@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any
 
-from django.db import DatabaseError
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Redoc, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -192,6 +192,6 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 @api.exception_handler(Exception)
 def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     log.error("api.failed", path=request.path, error_type=type(exc).__name__)  # never the text: it may quote input
-    if isinstance(exc, DatabaseError):
+    if isinstance(exc, (OperationalError, InterfaceError)):  # the database is down or the connection dropped
         return problems.for_status(503, request, headers={"Retry-After": "5"})
     return problems.for_status(500, request)

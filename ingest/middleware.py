@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from ingest import problems
@@ -36,7 +36,7 @@ class ProblemDetailsMiddleware:
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if request.path.startswith(API_PREFIX) and isinstance(exception, DatabaseError):
+        if request.path.startswith(API_PREFIX) and isinstance(exception, (OperationalError, InterfaceError)):
             log.error("api.database_error", error_type=type(exception).__name__)
             return problems.for_status(503, request, headers={"Retry-After": "5"})
         return None

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Annotated, Any
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictInt, StrictStr
 
 from ingest.documents import MAX_DEADLINE_SECONDS
 from pipeline.idempotency import MAX_DOCUMENT_ID_LENGTH, MAX_OPERATION_VERSION
@@ -23,7 +23,7 @@ class DocumentIn(Schema):
                                                   description="Bump it to process the same document again")] = 1
     content: Annotated[StrictStr, Field(min_length=1, description="The document's text (UTF-8)")]
     metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object; part of the payload hash")
-    deadline_seconds: Annotated[StrictInt | StrictFloat, Field(gt=0, le=MAX_DEADLINE_SECONDS)] | None = Field(
+    deadline_seconds: Annotated[float, Field(strict=True, gt=0, le=MAX_DEADLINE_SECONDS)] | None = Field(
         default=None, description="Give up (cancel) if not done this many seconds after enqueue; default 1 h")
 
 
