@@ -24,6 +24,7 @@ from ingest.keys import KeyState, authenticate
 from ingest.models import ApiKey
 from ingest.schemas import Accepted, DocumentIn, DocumentOut, JobOut, ProblemOut
 from pipeline.errors import IdempotencyConflictError
+from pipeline.idempotency import validate_document_id
 from pipeline.models import Job
 from relayops.errors import InvalidInputError
 from relayops.logging import get_logger
@@ -139,6 +140,7 @@ def get_job(request: HttpRequest, job_id: int) -> dict[str, Any]:
 
 @api.get("/documents/{path:document_id}", response={200: DocumentOut, **ERRORS}, summary="Every version of a document")
 def get_document(request: HttpRequest, document_id: str) -> dict[str, Any]:
+    validate_document_id(document_id)  # an id no job can have (NUL, control characters) is refused, not looked up
     jobs = list(Job.objects.filter(tenant=_tenant(request), document_id=document_id).defer("payload")
                 .order_by("operation_version"))
     if not jobs:
@@ -191,7 +193,7 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 @api.exception_handler(Exception)
 def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
-    log.error("api.failed", path=request.path, error_type=type(exc).__name__)  # never the text: it may quote input
+    log.error("api.failed", method=request.method, error_type=type(exc).__name__)  # never the text: it may quote input
     if isinstance(exc, (OperationalError, InterfaceError)):  # the database is down or the connection dropped
         return problems.for_status(503, request, headers={"Retry-After": "5"})
     return problems.for_status(500, request)
