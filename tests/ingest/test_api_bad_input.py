@@ -107,7 +107,7 @@ def test_the_default_limit_is_one_mebibyte(acme):
     ("get", "/jobs/0", 404),
     ("get", "/jobs/99999999999999999999999", 404),
     ("get", "/documents/INV%001", 422),
-    ("get", "/documents/%0A", 422),
+    ("get", "/documents/%0A", 404),  # the URL resolver matches no line break
 ])
 def test_wrong_methods_and_paths_are_problems_too(acme, acme_key, method, path, status):
     response = getattr(acme.client, method)(f"/api/v1{path}", headers={"Authorization": f"Bearer {acme_key}"})
