@@ -23,7 +23,7 @@ import pydantic
 from django.conf import settings
 
 from pipeline.clock import Clock, system_clock
-from pipeline.errors import JobCancelledError, PermanentError, TransientError
+from pipeline.errors import JobCancelledError, JobFailure, PermanentError, TransientError
 from pipeline.extraction.document import Document, Extraction, Usage
 from pipeline.extraction.invoice import InvoiceFields
 from pipeline.idempotency import canonical_json
@@ -138,6 +138,13 @@ class LLMExtractor:
         text = document.text
         if text is None or not text.strip():
             raise PermanentError(ErrorCode.DOCUMENT_MALFORMED)
+        try:
+            return self._extract(text, document, checkpoint)
+        except JobFailure as failure:  # no answer to count: the attempt still records the model and prompt
+            failure.usage = failure.usage or Usage(model=self.config.model[:200], prompt_hash=self.prompt_hash)
+            raise
+
+    def _extract(self, text: str, document: Document, checkpoint: Callable[[], None]) -> Extraction:
         timeout, capped = self._timeout(document)
         started = self.monotonic()
         reply = self._post(self._request(text), timeout, capped)
