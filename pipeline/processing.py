@@ -67,7 +67,8 @@ def process_once(
     if lease is None:
         return WorkOutcome(Outcome.IDLE)
     crash("after_lease")
-    if (budget or Budget.from_settings()).exhausted(lease.job_id):
+    # A first attempt has spent nothing yet (a released one recorded nothing): only retries are checked.
+    if lease.attempt > 1 and (budget or Budget.from_settings()).exhausted(lease.job_id):
         return _fail(lease, BudgetExhaustedError(), clock, policy, None)
     seconds = queue.lease_seconds_or_default(lease_seconds)
     beat = Heartbeat(lease, lease_seconds=seconds, clock=clock) if heartbeat else None
