@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -23,7 +22,7 @@ import sys
 import threading
 import time
 
-from benchdb import ROOT, database_url, fresh_database  # bench/ is on sys.path when run as a script
+from benchdb import ROOT, database_url, fresh_database, stop  # bench/ is on sys.path when run as a script
 
 
 def _free_port() -> int:
@@ -111,20 +110,6 @@ def serve(port: int) -> None:
     server.serve_forever()
 
 
-def _wait_serving(url: str) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/api/v1/openapi.json", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("the server did not start")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=600, help="requests per measurement")
@@ -146,7 +131,9 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     server = _serve(args.db, port)
     try:
-        _wait_serving(url)
+        from demo.frontdoor import wait_until_serving
+
+        wait_until_serving(url, server)
         _post_all(url, key, _bodies("warmup", 50), [])
         one, one_s = _clients(url, key, _bodies("one", args.requests), 1)
         _report("API, 1 client", one, one_s)
@@ -160,11 +147,7 @@ def main() -> None:
         print(f"concurrency: {args.clients} clients give {(len(many) / many_s) / (len(one) / one_s):.2f}x the "
               "requests/s of one (2 cores shared by the server, PostgreSQL and the clients)")
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        stop(server, 10)
 
 
 if __name__ == "__main__":

@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import time
 
-from benchdb import ROOT, fresh_database  # bench/ is on sys.path when run as a script
+from benchdb import ROOT, fresh_database, stop  # bench/ is on sys.path when run as a script
 TARGETS = {"enqueue -> start": {"median": 10.0, "p95": 50.0}, "commit -> published": {"median": 20.0}}
 
 
@@ -94,11 +93,7 @@ def main() -> None:
         _report("enqueue -> start", starts)
         _report("commit -> published", publishes)
     finally:
-        cluster.send_signal(signal.SIGTERM)
-        try:
-            cluster.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(cluster.pid, signal.SIGKILL)
+        stop(cluster, 60)
 
 
 if __name__ == "__main__":

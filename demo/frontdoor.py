@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,6 +57,21 @@ def local_server() -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def wait_until_serving(url: str, server: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    """Until ``url`` serves the API's schema; RuntimeError if ``server`` exits or the time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"the server exited with {server.returncode} (is the port taken?)")
+        try:
+            if httpx.get(f"{url}/api/v1/openapi.json", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the server did not answer at {url} within {timeout:.0f} s")
 
 
 def body(item: DemoInvoice) -> dict[str, object]:

@@ -27,8 +27,6 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-import httpx
-
 from demo import frontdoor, scenarios
 from pipeline.models import Job, OutboxEvent
 from pipeline.states import TERMINAL_STATUSES
@@ -124,7 +122,10 @@ class Command(BaseCommand):
         previous = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
         url = f"http://127.0.0.1:{port}"
         try:
-            _wait_until_serving(url, admin)
+            try:
+                frontdoor.wait_until_serving(url, admin)
+            except RuntimeError as exc:
+                raise CommandError(f"{exc}; try another --port") from None
             self._ingest(url, keys, extractor)
             self.stdout.write(f"\nOpen {url}/admin/ and sign in as:")
             self._print_credentials(credentials)
@@ -172,20 +173,6 @@ def _stop(process: subprocess.Popen[bytes], grace: float | None = None) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-
-
-def _wait_until_serving(url: str, server: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise CommandError(f"the server exited with {server.returncode} (is the port taken? try --port)")
-        try:
-            if httpx.get(f"{url}/api/v1/openapi.json", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise CommandError(f"the server did not answer at {url} within {timeout:.0f} s")
 
 
 def _finished(ids: list[int]) -> bool:
