@@ -39,3 +39,15 @@ def fresh_database(db: str, **env: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def stop(process: "subprocess.Popen[bytes]", grace: float) -> None:
+    """SIGTERM to a started subprocess's main PID; its whole session SIGKILLed if it outlives ``grace``."""
+    import signal
+    import subprocess
+
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)

@@ -15,15 +15,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import time
 
-from benchdb import ROOT, fresh_database  # bench/ is on sys.path when run as a script
+from benchdb import ROOT, fresh_database, stop  # bench/ is on sys.path when run as a script
 TARGETS = {"enqueue -> start": {"median": 10.0, "p95": 50.0}, "commit -> published": {"median": 20.0}}
-PAYLOAD = {"text": "INVOICE NO: INV-1\nDATE: 2026-02-14\nVENDOR: Globex Supplies\nTOTAL: 12.50 EUR\n"}
 
 
 def _setup(db: str) -> None:
@@ -41,10 +39,12 @@ def _wait(predicate, timeout: float, what: str):
 
 def _one(n: int) -> tuple[float, float]:
     from pipeline import queue
+    from pipeline.extraction import synthetic
     from pipeline.models import Job, OutboxEvent
 
+    payload = synthetic.valid(n).payload  # a real invoice: extracted, validated, committed, published
     before = dt.datetime.now(dt.timezone.utc)
-    job, _ = queue.enqueue("bench", f"doc-{n}", 1, PAYLOAD)
+    job, _ = queue.enqueue("bench", f"doc-{n}", 1, payload)
     event = _wait(lambda: OutboxEvent.objects.filter(idempotency_key=job.idempotency_key,
                                                      published_at__isnull=False).first(), 10, f"job {n}")
     leased_at = Job.objects.values_list("leased_at", flat=True).get(pk=job.pk)
@@ -93,11 +93,7 @@ def main() -> None:
         _report("enqueue -> start", starts)
         _report("commit -> published", publishes)
     finally:
-        cluster.send_signal(signal.SIGTERM)
-        try:
-            cluster.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(cluster.pid, signal.SIGKILL)
+        stop(cluster, 60)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,11 @@ REFERENCES = {"pgbench, same two transactions": 2800, "lean psycopg loop": 1900,
 
 
 def _noop_extractor(document, checkpoint):
-    return {"invoice_number": document.document_id, "issue_date": "2026-01-01", "vendor": "v",
-            "total": "1.00", "currency": "EUR"}
+    return {"invoice_number": document.document_id, "total": "1.00"}
+
+
+def _no_validation(fields):
+    return fields
 
 
 def _worker(db: str, name: str, counts) -> None:
@@ -29,7 +32,7 @@ def _worker(db: str, name: str, counts) -> None:
 
     done = 0
     with wakeups.relaying_here():  # as in a cluster's drain: the commit skips the outbox kick
-        while process_once(name, extractor=_noop_extractor).outcome != "idle":
+        while process_once(name, extractor=_noop_extractor, validator=_no_validation).outcome != "idle":
             done += 1
     counts[name] = done
 

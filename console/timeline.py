@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dlq.models import AuditEntry, ReprocessRefusal
 from pipeline.models import Attempt, DeadLetter, Job, OutboxEvent, Result, Review, ReviewStatus
@@ -84,6 +84,20 @@ def _job_entries(job: Job) -> list[Entry]:
     return entries
 
 
+def spend_of(attempt: Attempt) -> str:
+    """What an attempt's extraction spent, as a detail suffix ("" when the extractor did not run)."""
+    if not attempt.extractor:
+        return ""
+    parts = [attempt.extractor + (f" ({attempt.model_name})" if attempt.model_name else "")]
+    if attempt.input_tokens is not None or attempt.output_tokens is not None:
+        parts.append(f"{attempt.input_tokens or 0} in / {attempt.output_tokens or 0} out tokens")
+    if attempt.inference_seconds is not None:
+        parts.append(f"inference {attempt.inference_seconds:.3f} s")
+    if attempt.cost is not None:
+        parts.append(f"cost {attempt.cost}")
+    return "; " + ", ".join(parts)
+
+
 def _attempt_entries(attempt: Attempt, job: Job) -> list[Entry]:
     v = job.operation_version
     detail = f"attempt {attempt.attempt} of {job.max_attempts}, fence {attempt.fence}, worker {attempt.worker}"
@@ -94,14 +108,17 @@ def _attempt_entries(attempt: Attempt, job: Job) -> list[Entry]:
         return entries
     code = attempt.error_code
     if not code and job.status == JobStatus.SUCCEEDED and job.fence == attempt.fence:
-        return entries  # the commit ended it: the "Succeeded" entry says so
+        if attempt.extractor:  # the commit ended it ("Succeeded" says so); what it spent goes with the lease
+            entries[0] = replace(entries[0], detail=entries[0].detail + spend_of(attempt))
+        return entries
     if code == ErrorCode.LEASE_EXPIRED:
         title, note = "Lease expired: worker crashed or stalled", "no heartbeat before the lease ran out"
     elif code == ErrorCode.SHUTDOWN:
         title, note = "Released on shutdown", "the attempt is not counted"
     else:
-        title, note = f"Attempt failed: {code or 'unclassified'}", ""
-    detail = f"attempt {attempt.attempt}, fence {attempt.fence}" + (f"; {note}" if note else "")
+        rule = f" (rule {attempt.failed_rule})" if attempt.failed_rule else ""
+        title, note = f"Attempt failed: {code or 'unclassified'}{rule}", ""
+    detail = f"attempt {attempt.attempt}, fence {attempt.fence}" + (f"; {note}" if note else "") + spend_of(attempt)
     entries.append(Entry(attempt.ended_at, EntryKind.ATTEMPT_ENDED, v, title, detail, warning=code != ErrorCode.SHUTDOWN,
                          fence=attempt.fence))
     return entries

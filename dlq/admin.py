@@ -54,7 +54,8 @@ def _job_links(jobs: list[Job]) -> str:
 
 @admin.register(DeadLetter)
 class DeadLetterAdmin(PipelineRowAdmin):
-    list_display = ["job_key", "tenant", "reason", "last_error", "attempts", "age", "reprocessed_as", "timeline"]
+    list_display = ["job_key", "tenant", "reason", "last_error", "rule", "attempts", "age", "reprocessed_as",
+                    "timeline"]
     list_filter = [TenantFilter, "reason_code", AgeFilter]
     list_select_related = ["job", "reprocess_audit__new_job"]
     search_fields = ["=job__idempotency_key", "=job__document_id"]
@@ -64,7 +65,7 @@ class DeadLetterAdmin(PipelineRowAdmin):
     ordering = ["-id"]
     actions = ["reprocess"]
     fields = readonly_fields = (
-        "job", "tenant", "reason_code", "error_code", "attempts", "created_at", "reprocessed_as", "timeline",
+        "job", "tenant", "reason_code", "error_code", "rule", "attempts", "created_at", "reprocessed_as", "timeline",
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[DeadLetter]:
@@ -146,6 +147,10 @@ class DeadLetterAdmin(PipelineRowAdmin):
     @admin.display(description="last error", ordering="error_code")
     def last_error(self, dead: DeadLetter) -> str:
         return dead.error_code or "-"
+
+    @admin.display(description="failed rule", ordering="failed_rule")
+    def rule(self, dead: DeadLetter) -> str:
+        return dead.failed_rule or "-"  # the rule's code, never the values that broke it
 
     @admin.display(description="age", ordering="created_at")
     def age(self, dead: DeadLetter) -> str:

@@ -12,8 +12,10 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
-from pipeline.models import Job, OutboxEvent, Result, Review, ReviewStatus
+from pipeline.models import Attempt, Job, OutboxEvent, Result, Review, ReviewStatus
 from pipeline.reviews import decide_review, with_wait
 from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, format_duration, job_link
 from tenancy.admin_base import timeline_link
@@ -22,7 +24,7 @@ from tenancy.services import scope
 JOB_FIELDS = (
     "idempotency_key", "tenant", "document_id", "operation_version", "status", "attempt", "max_attempts",
     "created_at", "visible_at", "leased_at", "lease_until", "deadline_at", "lease_owner", "fence",
-    "last_error_code", "finished_at", "reprocessed_from", "payload_hash", "timeline",
+    "last_error_code", "finished_at", "reprocessed_from", "payload_hash", "timeline", "spend",
 )
 
 
@@ -60,6 +62,29 @@ class JobAdmin(PipelineRowAdmin):
     @admin.display(description="timeline")
     def timeline(self, job: Job) -> str:
         return timeline_link(job.pk)
+
+    @admin.display(description="attempts and spend")
+    def spend(self, job: Job) -> str:
+        """Each attempt's outcome and what its extraction spent: never the prompt, document or answer."""
+        return attempt_spend_table(Attempt.objects.filter(job_id=job.pk).order_by("fence"))
+
+
+def _or_dash(value: object) -> object:
+    return "-" if value in (None, "") else value
+
+
+def attempt_spend_table(attempts: QuerySet[Attempt]) -> str:
+    rows = format_html_join("", "<tr>" + "<td>{}</td>" * 10 + "</tr>", (
+        (a.attempt, a.fence, a.error_code or ("running" if a.ended_at is None else "ok"), _or_dash(a.failed_rule),
+         _or_dash(a.extractor), _or_dash(a.model_name), _or_dash(a.input_tokens), _or_dash(a.output_tokens),
+         f"{a.inference_seconds:.3f} s" if a.inference_seconds is not None else "-", _or_dash(a.cost))
+        for a in attempts
+    ))
+    head = "".join(f"<th>{name}</th>" for name in (
+        "attempt", "fence", "outcome", "failed rule", "extractor", "model", "input tokens", "output tokens",
+        "inference", "cost"))
+    return format_html('<table class="attempt-spend"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>',
+                       mark_safe(head), rows) if rows else "-"
 
 
 @admin.register(Result)

@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from pipeline.crash import CrashInjector
 from pipeline.errors import InvalidInputError
 from pipeline.maintenance.pruner import check_retention
+from pipeline.plugins import configured_extractor, configured_publisher
 
 
 @checks.register()
@@ -52,4 +53,16 @@ def cluster_timing(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     if settings.DATABASES["default"].get("OPTIONS", {}).get("pool"):
         errors.append(checks.Error("Django's psycopg pool breaks qcluster after fork: remove OPTIONS['pool'].",
                                    id="relayops.E005"))
+    return errors
+
+
+@checks.register()
+def plugins(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The extractor and the publishers the settings name must load (pipeline.plugins)."""
+    errors: list[checks.CheckMessage] = []
+    for check_id, load in (("relayops.E006", configured_extractor), ("relayops.E007", configured_publisher)):
+        try:
+            load()
+        except ImproperlyConfigured as exc:
+            errors.append(checks.Error(str(exc), id=check_id))
     return errors

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from pipeline.reasons import ErrorClass, ErrorCode
+import datetime as dt
+
+from pipeline.extraction.document import Usage
+from pipeline.reasons import ErrorClass, ErrorCode, ValidationRule
 from relayops.errors import InvalidInputError, RelayOpsError
 
 __all__ = [
     "RelayOpsError", "InvalidInputError", "IdempotencyConflictError", "StaleLeaseError", "LeaseLostError",
     "NotReprocessableError", "ReprocessRateLimitedError", "JobFailure", "TransientError", "PermanentError",
-    "JobCancelledError", "CrashSimulated", "ShutdownInterrupt",
+    "ValidationFailed", "BudgetExhaustedError", "JobCancelledError", "CrashSimulated", "ShutdownInterrupt",
 ]
 
 
@@ -49,25 +52,56 @@ class ReprocessRateLimitedError(RelayOpsError):
 
 
 class JobFailure(RelayOpsError):
-    """A job's work failed; ``code`` is a classified code, never the raw cause."""
+    """A job's work failed; ``code`` is a classified code, never the raw cause.
+
+    ``usage`` is what the failed attempt spent (a model that answered, but badly): it is recorded on
+    the attempt row and counts against the document's budget.
+    """
 
     error_class: ErrorClass = ErrorClass.TRANSIENT
 
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+    def __init__(self, code: ErrorCode, message: str | None = None, *, usage: Usage | None = None) -> None:
         self.code = ErrorCode(code)
+        self.usage = usage
         super().__init__(message)
 
 
 class TransientError(JobFailure):
-    """A failure that may pass on a later attempt (timeout, unavailable model)."""
+    """A failure that may pass on a later attempt (timeout, unavailable model).
+
+    ``retry_after``: the earliest the next attempt may start, counted from the failure (a server's
+    ``Retry-After``); the retry policy never schedules it sooner.
+    """
 
     error_class = ErrorClass.TRANSIENT
+
+    def __init__(
+        self, code: ErrorCode, message: str | None = None, *, usage: Usage | None = None,
+        retry_after: dt.timedelta | None = None,
+    ) -> None:
+        self.retry_after = retry_after
+        super().__init__(code, message, usage=usage)
 
 
 class PermanentError(JobFailure):
     """A failure no retry can fix (malformed document, schema violation)."""
 
     error_class = ErrorClass.PERMANENT
+
+
+class ValidationFailed(PermanentError):
+    """The extracted invoice broke a business rule; ``rule`` names it (never the values)."""
+
+    def __init__(self, rule: ValidationRule, *, usage: Usage | None = None) -> None:
+        self.rule = ValidationRule(rule)
+        super().__init__(ErrorCode.VALIDATION_FAILED, f"rule {self.rule.value} failed", usage=usage)
+
+
+class BudgetExhaustedError(PermanentError):
+    """The document's token or cost ceiling is reached: the next attempt is not made."""
+
+    def __init__(self) -> None:
+        super().__init__(ErrorCode.BUDGET_EXHAUSTED)
 
 
 class JobCancelledError(JobFailure):

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from pipeline.reasons import DeadLetterReason, ErrorCode
+from pipeline.reasons import DeadLetterReason, ErrorCode, ValidationRule
 from pipeline.states import LIVE_STATUSES, JobStatus
 
 MAX_PUBLISH_ATTEMPTS = 20  # then an event is parked: pending, visible in the admin, no longer claimed
@@ -100,7 +100,8 @@ class Job(models.Model):
 
 
 class Attempt(models.Model):
-    """One lease of a job. Written by a database trigger whenever a job's fence grows."""
+    """One lease of a job: opened by the claim, closed by the queue with its outcome and, when the
+    extractor ran, what it spent (the extraction report). Never content."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts")
     fence = models.BigIntegerField()
@@ -109,6 +110,15 @@ class Attempt(models.Model):
     leased_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=32, choices=ErrorCode.choices, blank=True, default="")
+    failed_rule = models.CharField(max_length=32, choices=ValidationRule.choices, blank=True, db_default="")
+    # The extraction report: blank while the extractor has not run (or its attempt was cut short).
+    extractor = models.CharField(max_length=200, blank=True, db_default="")  # "rules", "llm" or a dotted path
+    model_name = models.CharField(max_length=200, blank=True, db_default="")
+    prompt_hash = models.CharField(max_length=64, blank=True, db_default="")
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    inference_seconds = models.FloatField(null=True, blank=True)  # the extractor's own time, not queue or review
+    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "fence"], name="attempt_job_fence")]
@@ -275,6 +285,7 @@ class DeadLetter(models.Model):
     tenant = models.CharField(max_length=33)
     reason_code = models.CharField(max_length=32, choices=DeadLetterReason.choices)
     error_code = models.CharField(max_length=32, choices=ErrorCode.choices, blank=True, default="")
+    failed_rule = models.CharField(max_length=32, choices=ValidationRule.choices, blank=True, default="")
     attempts = models.PositiveIntegerField()
     created_at = models.DateTimeField()
 

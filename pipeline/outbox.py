@@ -11,6 +11,7 @@ from django.db import transaction
 from pipeline import sql
 from pipeline.clock import Clock, system_clock
 from pipeline.errors import IdempotencyConflictError, InvalidInputError
+from pipeline.extraction.report import AttemptReport
 from pipeline.idempotency import canonical_json
 from pipeline.models import OutboxEvent, Result
 from pipeline.queue import Lease, complete
@@ -29,9 +30,11 @@ class CommitOutcome:
 
 
 def commit_result_with_event(
-    lease: Lease, result: Any, *, topic: str = RESULT_TOPIC, clock: Clock = system_clock
+    lease: Lease, result: Any, *, topic: str = RESULT_TOPIC, clock: Clock = system_clock,
+    report: AttemptReport | None = None,
 ) -> CommitOutcome:
-    """Write the result, its outbox event and the job's completion in one transaction.
+    """Write the result, its outbox event and the job's completion (its attempt closed with ``report``,
+    what the extraction spent) in one transaction.
 
     The fence is checked first, so a zombie's late write is refused (StaleLeaseError) and nothing
     lands. If the key already has a result with the same payload hash, returns it with
@@ -50,7 +53,7 @@ def commit_result_with_event(
          "idempotency_key": lease.idempotency_key, "operation_version": lease.operation_version}
     )
     with transaction.atomic():
-        complete(lease, now)
+        complete(lease, now, report)
         inserted = sql.fetch(sql.INSERT_RESULT, {
             "job_id": lease.job_id, "tenant": lease.tenant, "key": lease.idempotency_key,
             "payload_hash": lease.payload_hash, "data": data, "fence": lease.fence, "now": sql.ts(now),

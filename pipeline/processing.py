@@ -1,6 +1,8 @@
-"""One pass of the pipeline for one job: lease -> extract -> validate -> commit (result + event + completion).
+"""One pass of the pipeline for one job: lease -> budget -> extract -> validate -> commit (result + event
++ completion, the attempt closed with its extraction report).
 
-The worker loop that calls it over and over is the drain (pipeline.runtime.drain).
+The worker loop that calls it over and over is the drain (pipeline.runtime.drain), with the extractor
+``RELAYOPS_EXTRACTOR`` chooses (pipeline.extraction.registry).
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from pipeline import queue
+from pipeline.budget import Budget
 from pipeline.clock import Clock, system_clock
 from pipeline.crash import NO_CRASH, CrashInjector
-from pipeline.errors import LeaseLostError, StaleLeaseError
+from pipeline.errors import BudgetExhaustedError, LeaseLostError, StaleLeaseError
 from pipeline.extraction.document import Document, Extractor
+from pipeline.extraction.metering import Meter
+from pipeline.extraction.report import AttemptReport, Prices
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.extraction.validation import validate_invoice
 from pipeline.outbox import commit_result_with_event
@@ -52,36 +57,47 @@ def process_once(
     lease_seconds: float | None = None,
     heartbeat: bool = False,
     policy: RetryPolicy = DEFAULT_POLICY,
+    budget: Budget | None = None,
+    prices: Prices | None = None,
 ) -> WorkOutcome:
     """Process at most one job. Extraction may run more than once for a job (at-least-once
-    execution); the fenced commit makes its effect happen once."""
+    execution); the fenced commit makes its effect happen once. An attempt that would start past
+    the job's budget (``budget``, default: the settings') is not made: the job is dead-lettered."""
     lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
     if lease is None:
         return WorkOutcome(Outcome.IDLE)
     crash("after_lease")
+    # A first attempt has spent nothing yet (a released one recorded nothing): only retries are checked.
+    if lease.attempt > 1 and (budget or Budget.from_settings()).exhausted(lease.job_id):
+        return _fail(lease, BudgetExhaustedError(), clock, policy, None)
     seconds = queue.lease_seconds_or_default(lease_seconds)
     beat = Heartbeat(lease, lease_seconds=seconds, clock=clock) if heartbeat else None
+    meter = Meter(extractor, prices or Prices.from_settings())
     try:
         with beat or contextlib.nullcontext():
             checkpoint = beat.check if beat else (lambda: None)
-            document = Document(lease.tenant, lease.document_id, lease.payload, lease.attempt)
-            fields = validator(extractor(document, checkpoint))
+            document = Document(lease.tenant, lease.document_id, lease.payload, lease.attempt, lease.deadline_at)
+            fields = validator(meter.run(document, checkpoint))
             crash("after_extract")
             checkpoint()
-        outcome = commit_result_with_event(lease, fields, clock=clock)
+        outcome = commit_result_with_event(lease, fields, clock=clock, report=meter.report)
     except (LeaseLostError, StaleLeaseError):
         log.warning("job.lease_lost", job_id=lease.job_id, fence=lease.fence)
+        if meter.report is not None:  # the tokens were spent all the same: they count against the budget
+            queue.record_report(lease, meter.report)
         return WorkOutcome(Outcome.LEASE_LOST, lease.job_id, lease.fence)
     except Exception as exc:
-        return _fail(lease, exc, clock, policy)
+        return _fail(lease, exc, clock, policy, meter.report)
     crash("after_commit_before_ack")
     log.info("job.committed", job_id=lease.job_id, fence=lease.fence, deduped=outcome.deduped)
     return WorkOutcome(Outcome.DEDUPED if outcome.deduped else Outcome.COMMITTED, lease.job_id, lease.fence)
 
 
-def _fail(lease: queue.Lease, exc: Exception, clock: Clock, policy: RetryPolicy) -> WorkOutcome:
+def _fail(
+    lease: queue.Lease, exc: Exception, clock: Clock, policy: RetryPolicy, report: AttemptReport | None
+) -> WorkOutcome:
     try:
-        decision = queue.nack(lease, exc, clock=clock, policy=policy)
+        decision = queue.nack(lease, exc, clock=clock, policy=policy, report=report)
     except StaleLeaseError:
         return WorkOutcome(Outcome.LEASE_LOST, lease.job_id, lease.fence)
     outcome = (Outcome.DEAD_LETTERED if isinstance(decision, DeadLetter)

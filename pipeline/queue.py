@@ -4,7 +4,8 @@ Every change of a job's status, lease or fence is one guarded write that reports
 a lease holder's writes are guarded by ``id``, ``fence`` and ``status = 'leased'``, and every status
 write by the source states ``states.TRANSITIONS`` allows. A lease whose fence is not current raises
 StaleLeaseError and changes nothing. The same transactions keep ``pipeline_attempt`` (one row per
-lease, closed with its outcome) and write the dead letter of a job that failed for good.
+lease, closed with its outcome and the attempt's extraction report) and write the dead letter of a
+job that failed for good.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from django.db.models import F, QuerySet
 
 from pipeline import sql
 from pipeline.clock import Clock, system_clock
-from pipeline.errors import IdempotencyConflictError, InvalidInputError, StaleLeaseError
+from pipeline.errors import IdempotencyConflictError, InvalidInputError, StaleLeaseError, ValidationFailed
+from pipeline.extraction.report import AttemptReport
 from pipeline.idempotency import build_idempotency_key, canonical_json, payload_hash
 from pipeline.models import Attempt, DeadLetter, Job
-from pipeline.reasons import DeadLetterReason, ErrorCode
+from pipeline.reasons import DeadLetterReason, ErrorCode, ValidationRule
 from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter as DeadLetterDecision, Decision, Retry, RetryPolicy
-from pipeline.retry import classify
+from pipeline.retry import classify, not_before
 from pipeline.runtime import wakeups
 from pipeline.states import TERMINAL_STATUSES, JobStatus, sources_of
 from relayops.validation import check_int, check_number, check_text
@@ -170,13 +172,20 @@ def _move(jobs: QuerySet[Job], to: JobStatus, **fields: Any) -> bool:
     return bool(jobs.filter(status__in=sources_of(to)).update(status=to, **fields))
 
 
-def _end_attempt(job_id: int, fence: int, now: dt.datetime, code: ErrorCode | str) -> None:
-    Attempt.objects.filter(job_id=job_id, fence=fence, ended_at__isnull=True).update(ended_at=now, error_code=code)
+def _end_attempt(
+    job_id: int, fence: int, now: dt.datetime, code: ErrorCode | str, *, report: AttemptReport | None = None,
+    rule: str = "",
+) -> None:
+    """Close the lease's attempt row with its code, the failed rule and the extraction report."""
+    columns = report.columns() if report is not None else {}
+    Attempt.objects.filter(job_id=job_id, fence=fence, ended_at__isnull=True).update(
+        ended_at=now, error_code=code, failed_rule=rule, **columns)
 
 
 def _finish(
     job_id: int, fence: int, to: JobStatus, now: dt.datetime, *, attempt_code: ErrorCode | str, last_error: str,
-    dead_letter: DeadLetterReason | None = None, **fields: Any,
+    dead_letter: DeadLetterReason | None = None, report: AttemptReport | None = None, rule: str = "",
+    **fields: Any,
 ) -> bool:
     """Move a leased job to ``to`` and close its attempt; a dead letter is recorded with it.
     Callers hold the transaction."""
@@ -184,14 +193,21 @@ def _finish(
         fields["finished_at"] = now
     if not _move(_held(job_id, fence), to, last_error_code=last_error, lease_until=None, **fields):
         return False
-    _end_attempt(job_id, fence, now, attempt_code)
+    _end_attempt(job_id, fence, now, attempt_code, report=report, rule=rule)
     if dead_letter is not None:
         job = Job.objects.only("tenant", "attempt").get(pk=job_id)
         DeadLetter.objects.create(
             job_id=job_id, tenant=job.tenant, reason_code=DeadLetterReason(dead_letter),
-            error_code=ErrorCode(last_error) if last_error else "", attempts=job.attempt, created_at=now,
+            error_code=ErrorCode(last_error) if last_error else "", failed_rule=rule, attempts=job.attempt,
+            created_at=now,
         )
     return True
+
+
+def _check_report(report: object) -> AttemptReport | None:
+    if report is not None and not isinstance(report, AttemptReport):
+        raise InvalidInputError("report", "must be an AttemptReport or None")
+    return report
 
 
 def heartbeat(lease: Lease, *, lease_seconds: float | None = None, clock: Clock = system_clock) -> Lease:
@@ -203,11 +219,22 @@ def heartbeat(lease: Lease, *, lease_seconds: float | None = None, clock: Clock 
     return replace(lease, lease_until=lease_until)
 
 
-def complete(lease: Lease, now: dt.datetime) -> None:
+def complete(lease: Lease, now: dt.datetime, report: AttemptReport | None = None) -> None:
     """Mark the leased job succeeded, or raise StaleLeaseError. Callers own the transaction (the outbox's)."""
+    report = _check_report(report)
     if not _move(_held(lease.job_id, lease.fence), JobStatus.SUCCEEDED, finished_at=now, lease_until=None):
         raise StaleLeaseError(lease.job_id, lease.fence)
-    _end_attempt(lease.job_id, lease.fence, now, "")
+    _end_attempt(lease.job_id, lease.fence, now, "", report=report)
+
+
+def record_report(lease: Lease, report: AttemptReport) -> bool:
+    """Keep what an attempt spent when it could not close its own row (its lease was lost meanwhile):
+    the tokens were spent and count against the document's budget. Guard: that attempt has no report
+    yet. Changes nothing on the job. Returns whether it landed."""
+    lease = _check_lease(lease)
+    if _check_report(report) is None:
+        raise InvalidInputError("report", "must be an AttemptReport")
+    return bool(Attempt.objects.filter(job_id=lease.job_id, fence=lease.fence, extractor="").update(**report.columns()))
 
 
 def ack(lease: Lease, *, clock: Clock = system_clock) -> None:
@@ -224,33 +251,42 @@ def nack(
     policy: RetryPolicy = DEFAULT_POLICY,
     clock: Clock = system_clock,
     rng: random.Random | None = None,
+    report: AttemptReport | None = None,
 ) -> Decision:
-    """Record a failed attempt and apply the policy's one decision: retry, dead-letter or cancel."""
+    """Record a failed attempt and apply the policy's one decision: retry (never before the error's
+    ``retry_after``), dead-letter or cancel. ``report`` (what the attempt spent) and the failed
+    validation rule, if any, are written on the attempt row in the same transaction."""
     lease = _check_lease(lease)
     if not isinstance(error, BaseException):
         raise InvalidInputError("error", "must be an exception")
     if not isinstance(policy, RetryPolicy):
         raise InvalidInputError("policy", "must be a RetryPolicy")
+    report = _check_report(report)
     now = clock.now()
     error_class, code = classify(error)
     decision = policy.decide(
         error_class, code, attempt=lease.attempt, max_attempts=lease.max_attempts,
-        now=now, deadline_at=lease.deadline_at, rng=rng or random.Random(),
+        now=now, deadline_at=lease.deadline_at, rng=rng or random.Random(), not_before=not_before(error, now),
     )
+    rule = _failed_rule(error)
     with transaction.atomic():
         if isinstance(decision, Retry):
             landed = _finish(lease.job_id, lease.fence, JobStatus.QUEUED, now, attempt_code=code, last_error=code,
-                             visible_at=decision.visible_at)
+                             report=report, rule=rule, visible_at=decision.visible_at)
         elif isinstance(decision, DeadLetterDecision):
             landed = _finish(lease.job_id, lease.fence, JobStatus.DEAD_LETTERED, now, attempt_code=code,
-                             last_error=code, dead_letter=decision.reason)
+                             last_error=code, report=report, rule=rule, dead_letter=decision.reason)
         else:
             assert isinstance(decision, Cancel)
             landed = _finish(lease.job_id, lease.fence, JobStatus.CANCELLED, now, attempt_code=code,
-                             last_error=decision.code)
+                             last_error=decision.code, report=report, rule=rule)
         if not landed:
             raise StaleLeaseError(lease.job_id, lease.fence)
     return decision
+
+
+def _failed_rule(error: BaseException) -> str:
+    return ValidationRule(error.rule).value if isinstance(error, ValidationFailed) else ""
 
 
 def release(lease: Lease, *, code: ErrorCode = ErrorCode.SHUTDOWN, clock: Clock = system_clock) -> None:

@@ -1,7 +1,8 @@
 """Retry policy: every error gets a class, and every failure exactly one decision.
 
-Decisions are ``Retry`` (backoff with jitter, only while ``attempt < max_attempts`` and only if it can
-start before the deadline), ``DeadLetter`` (``permanent_error`` at once for permanent errors,
+Decisions are ``Retry`` (backoff with jitter, never sooner than a server's ``Retry-After``, only while
+``attempt < max_attempts`` and only if it can start before the deadline), ``DeadLetter``
+(``permanent_error`` at once for permanent errors, ``budget_exhausted`` for a spent budget,
 ``max_attempts_exceeded`` when transient errors exhaust the attempts) or ``Cancel``. No fourth outcome.
 
 Unknown exceptions are classified **transient** with code ``unclassified``: a bug or an unexpected
@@ -41,6 +42,16 @@ Decision = Union[Retry, DeadLetter, Cancel]
 
 class Random(Protocol):
     def uniform(self, a: float, b: float) -> float: ...
+
+
+# Permanent codes with a dead-letter reason of their own; every other permanent code is permanent_error.
+PERMANENT_REASONS = {ErrorCode.BUDGET_EXHAUSTED: DeadLetterReason.BUDGET_EXHAUSTED}
+
+
+def not_before(error: BaseException, now: dt.datetime) -> dt.datetime | None:
+    """The earliest a retry of ``error`` may start: now + its ``retry_after`` (a server's Retry-After)."""
+    retry_after = getattr(error, "retry_after", None) if isinstance(error, JobFailure) else None
+    return now + retry_after if isinstance(retry_after, dt.timedelta) else None
 
 
 def classify(error: BaseException) -> tuple[ErrorClass, ErrorCode]:
@@ -86,14 +97,18 @@ class RetryPolicy:
         now: dt.datetime,
         deadline_at: dt.datetime,
         rng: Random = random,
+        not_before: dt.datetime | None = None,
     ) -> Decision:
+        """The one decision for a failed attempt. ``not_before``: the retry never starts sooner."""
         if error_class == ErrorClass.CANCELLED:
             return Cancel(code)
         if error_class == ErrorClass.PERMANENT:
-            return DeadLetter(DeadLetterReason.PERMANENT_ERROR, code)
+            return DeadLetter(PERMANENT_REASONS.get(code, DeadLetterReason.PERMANENT_ERROR), code)
         if attempt >= max_attempts:
             return DeadLetter(DeadLetterReason.MAX_ATTEMPTS_EXCEEDED, code)
         visible_at = now + dt.timedelta(seconds=self.backoff_seconds(attempt, rng))
+        if not_before is not None and not_before > visible_at:
+            visible_at = not_before
         if visible_at >= deadline_at:
             # The retry could only start after the deadline: cancel now, don't burn an attempt.
             return Cancel(ErrorCode.DEADLINE_UNREACHABLE)

@@ -7,6 +7,7 @@ newcomer needs no server; production and the test suite run on PostgreSQL.
 from __future__ import annotations
 
 import socket
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import environ
@@ -14,6 +15,21 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
+
+
+def _optional(name: str, kind: type[int] | type[Decimal], default: str = "") -> int | Decimal | None:
+    """An optional non-negative number from the environment: empty (or ``none``) means None."""
+    raw = env.str(name, default=default).strip()
+    if raw.lower() in ("", "none"):
+        return None
+    try:
+        value = kind(raw)
+    except (ValueError, InvalidOperation):
+        raise ImproperlyConfigured(f"{name} must be a {kind.__name__.lower()} (or empty for none), got {raw!r}")
+    if value < 0 or (isinstance(value, Decimal) and not value.is_finite()):
+        raise ImproperlyConfigured(f"{name} must not be negative, got {raw!r}")
+    return value
+
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="")
@@ -33,14 +49,17 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_q",
+    "ninja",  # serves the API docs' JavaScript from our static files, not a CDN
     "tenancy",
     "pipeline",
     "dlq",
+    "ingest",
     "console",
     "demo",
 ]
 
 MIDDLEWARE = [
+    "ingest.middleware.ProblemDetailsMiddleware",  # first: every /api/ answer is problem+json, whoever made it
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -137,7 +156,25 @@ RELAYOPS = {
     "KICK_CACHE_SECONDS": env.float("RELAYOPS_KICK_CACHE_SECONDS", default=0.1),
     # relayops_health fails when due jobs saw no drain progress (or no drain lived) for this long.
     "HEALTH_STALE_SECONDS": env.float("RELAYOPS_HEALTH_STALE_SECONDS", default=120.0),
+    # What the drains run (docs/extraction.md): rules, llm or a dotted path; and who receives the outbox.
+    "EXTRACTOR": env.str("RELAYOPS_EXTRACTOR", default="rules"),
+    "PUBLISHERS": env.list("RELAYOPS_PUBLISHERS", default=["review-handoff"]),
+    # The LLM extractor: any OpenAI-compatible chat-completions server.
+    "LLM_BASE_URL": env.str("RELAYOPS_LLM_BASE_URL", default=""),
+    "LLM_MODEL": env.str("RELAYOPS_LLM_MODEL", default=""),
+    "LLM_API_KEY": env.str("RELAYOPS_LLM_API_KEY", default=""),
+    "LLM_TIMEOUT_SECONDS": env.float("RELAYOPS_LLM_TIMEOUT_SECONDS", default=60.0),
+    "LLM_RESPONSE_FORMAT": env.str("RELAYOPS_LLM_RESPONSE_FORMAT", default="json_schema"),
+    "LLM_MAX_OUTPUT_TOKENS": env.int("RELAYOPS_LLM_MAX_OUTPUT_TOKENS", default=2000),
+    "LLM_COST_PER_1K_INPUT_TOKENS": _optional("RELAYOPS_LLM_COST_PER_1K_INPUT_TOKENS", Decimal),
+    "LLM_COST_PER_1K_OUTPUT_TOKENS": _optional("RELAYOPS_LLM_COST_PER_1K_OUTPUT_TOKENS", Decimal),
+    # The ceiling per document (one job): an attempt that would start past it is not made.
+    "MAX_TOKENS_PER_DOCUMENT": _optional("RELAYOPS_MAX_TOKENS_PER_DOCUMENT", int, default="100000"),
+    "MAX_COST_PER_DOCUMENT": _optional("RELAYOPS_MAX_COST_PER_DOCUMENT", Decimal),
+    # The ingest API refuses bodies larger than this (413).
+    "INGEST_MAX_BYTES": env.int("RELAYOPS_INGEST_MAX_BYTES", default=1024 * 1024),
 }
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, RELAYOPS["INGEST_MAX_BYTES"])
 if RELAYOPS["CRASH_POINTS"] and not DEBUG and not RELAYOPS["CRASH_POINTS_FORCE"]:
     raise ImproperlyConfigured(
         "RELAYOPS_CRASH_POINTS makes workers kill themselves: refused with DEBUG off. "

@@ -1,7 +1,7 @@
 """The two roles as groups and their permissions, restorable by ``ensure_roles``.
 
-Operators view every pipeline and DLQ row of their tenants, reprocess dead letters and decide reviews.
-Auditors view the same rows and act on nothing. A change to ROLES needs a new migration that depends on
+Operators view every pipeline and DLQ row and API key of their tenants, reprocess dead letters, decide
+reviews and revoke API keys. Auditors view the same rows and act on nothing. A change to ROLES needs a new migration that depends on
 the models it names and calls ``ensure_roles`` with a frozen copy of the new roles (as 0003 does):
 migrations must not change when this module does.
 """
@@ -20,11 +20,12 @@ VIEW = (
     ("pipeline", "view_deadletter"),
     ("dlq", "view_auditentry"),
     ("dlq", "view_reprocessrefusal"),
+    ("ingest", "view_apikey"),
 )
 OPERATORS = "Operators"
 AUDITORS = "Auditors"
 ROLES: dict[str, tuple[tuple[str, str], ...]] = {
-    OPERATORS: VIEW + (("dlq", "reprocess_deadletter"), ("pipeline", "decide_review")),
+    OPERATORS: VIEW + (("dlq", "reprocess_deadletter"), ("pipeline", "decide_review"), ("ingest", "revoke_apikey")),
     AUDITORS: VIEW,
 }
 

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from pipeline.clock import FrozenClock
+from pipeline.extraction import synthetic
 
 
 def pytest_configure(config):
@@ -72,13 +73,11 @@ def clock() -> FrozenClock:
     return FrozenClock(dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.timezone.utc))
 
 
-INVOICE = (
-    "INVOICE NO: INV-{n}\nDATE: 2026-02-14\nVENDOR: Globex Supplies\nTOTAL: {total} EUR\n"
-)
-
-
-def invoice(n: int = 1, total: str = "120.50", **simulate) -> dict:
-    payload = {"text": INVOICE.format(n=n, total=total)}
+def invoice(n: int = 1, total: str | None = None, **simulate) -> dict:
+    """A valid synthetic invoice's payload (pipeline.extraction.synthetic), the same for the same ``n``;
+    with ``total``, a one-line invoice for that amount. ``simulate`` asks the rules extractor to fail or
+    take time."""
+    payload = {"text": synthetic.valid(n, total=total).text}
     if simulate:
         payload["simulate"] = simulate
     return payload

@@ -1,8 +1,9 @@
 """A drain: the worker loop. It runs jobs and publishes the outbox for a bounded time, parked on
 LISTEN/NOTIFY while idle.
 
-A drain knows no job in advance: its unit of work (``process_once`` unless told otherwise) leases from
-the job table, and the relay claims from the outbox, until the budget is spent or a stop is
+A drain knows no job in advance: its unit of work (``process_once`` with its ``extractor`` unless told
+otherwise) leases from the job table, and the relay claims from the outbox and hands each event to its
+``publisher``, until the budget is spent or a stop is
 requested. While idle it waits for a wake-up NOTIFY, the next job's ``visible_at`` or a claim's
 expiry, whichever is first, and looks anyway every ``poll_seconds`` (the safety net; SQLite has no
 NOTIFY and only polls).
@@ -25,6 +26,9 @@ from pipeline import relay
 from pipeline.clock import Clock, system_clock
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.errors import InvalidInputError, ShutdownInterrupt
+from pipeline.events import Publisher
+from pipeline.extraction.document import Extractor
+from pipeline.extraction.rules import invoice_extractor
 from pipeline.models import Job, OutboxEvent
 from pipeline.processing import Outcome, WorkOutcome, process_once
 from pipeline.runtime import liveness, wakeups
@@ -70,6 +74,8 @@ class Drain:
         poll_seconds: float = 5.0,
         claim_seconds: float = relay.DEFAULT_CLAIM_SECONDS,
         work: Work | None = None,
+        extractor: Extractor = invoice_extractor,
+        publisher: Publisher | None = None,
         crash: CrashInjector = NO_CRASH,
         stop: StopState = STATE,
         clock: Clock = system_clock,
@@ -83,7 +89,9 @@ class Drain:
         self.jobs = jobs
         self.outbox = outbox
         self.claim_seconds = claim_seconds
-        self.work: Work = work or functools.partial(process_once, crash=crash, clock=clock, heartbeat=True)
+        self.work: Work = work or functools.partial(
+            process_once, extractor=extractor, crash=crash, clock=clock, heartbeat=True)
+        self.publisher = publisher
         self.crash = crash
         self.stop = stop
         self.clock = clock
@@ -126,7 +134,8 @@ class Drain:
                 report.jobs += 1
                 worked = True
             if self.outbox:
-                relayed = relay.publish_pending(crash=self.crash, claim_seconds=self.claim_seconds, clock=self.clock)
+                relayed = relay.publish_pending(publisher=self.publisher, crash=self.crash,
+                                                claim_seconds=self.claim_seconds, clock=self.clock)
                 report.published += relayed.published
                 worked = worked or relayed.claimed > 0
             self._record_presence(progress=worked)

@@ -1,5 +1,7 @@
 """The functions django-q2 runs. They carry no job identity: RelayOps' tables say what to do.
 
+Each drain runs the extractor and publishers the settings choose (pipeline.plugins).
+
 ``drain`` is what every kick starts. Before it exits at the end of its budget it enqueues its
 successor, so each worker keeps a drain parked on LISTEN and an idle cluster starts a job within
 milliseconds. ``sweep`` is the once-a-minute schedule (``pipeline.runtime.cluster.ensure_sweeper_schedule``).
@@ -16,6 +18,7 @@ from django.conf import settings
 from pipeline.clock import system_clock
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.maintenance.sweeper import Sweeper
+from pipeline.plugins import configured_extractor, configured_publisher
 from pipeline.runtime import liveness, wakeups
 from pipeline.runtime.drain import Drain, DrainEnding
 from pipeline.runtime.shutdown import STATE
@@ -53,7 +56,7 @@ def _run(max_seconds: float | None, *, jobs: bool, outbox: bool) -> dict[str, An
         report = Drain(
             liveness.worker_id(), max_seconds=max_seconds or options["DRAIN_SECONDS"], jobs=jobs, outbox=outbox,
             poll_seconds=options["DRAIN_POLL_SECONDS"], claim_seconds=options["OUTBOX_CLAIM_SECONDS"],
-            crash=crash_injector(),
+            extractor=configured_extractor(), publisher=configured_publisher(), crash=crash_injector(),
         ).run()
     except Exception as exc:  # the database is unreachable, most likely: wait, then hand over anyway
         log.error("drain.failed", error_type=type(exc).__name__)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 VIEW_ONLY = {
     "pipeline.view_job", "pipeline.view_result", "pipeline.view_review", "pipeline.view_outboxevent",
-    "pipeline.view_deadletter", "dlq.view_auditentry", "dlq.view_reprocessrefusal",
+    "pipeline.view_deadletter", "dlq.view_auditentry", "dlq.view_reprocessrefusal", "ingest.view_apikey",
 }
 
 
@@ -30,7 +30,8 @@ def perms_of(group_name: str) -> set[str]:
 def test_the_migration_creates_both_roles_with_their_permissions():
     assert set(ROLES) == {"Operators", "Auditors"}
     assert perms_of("Auditors") == VIEW_ONLY
-    assert perms_of("Operators") == VIEW_ONLY | {"dlq.reprocess_deadletter", "pipeline.decide_review"}
+    assert perms_of("Operators") == VIEW_ONLY | {"dlq.reprocess_deadletter", "pipeline.decide_review",
+                                                 "ingest.revoke_apikey"}
 
 
 def test_no_role_may_add_change_or_delete_anything():

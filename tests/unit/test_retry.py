@@ -137,3 +137,35 @@ def test_classify(error, expected):
 def test_classify_never_reads_the_message():
     assert classify(ValueError("permanent")) == classify(ValueError("cancelled")) == (T, ErrorCode.UNCLASSIFIED)
     assert classify(PermanentError(MALFORMED, "transient, retry me")) == (P, MALFORMED)
+
+
+@pytest.mark.parametrize(("not_before", "expected"), [
+    (None, Retry(NOW + dt.timedelta(seconds=2), ErrorCode.LLM_RATE_LIMITED)),  # the backoff
+    (NOW + dt.timedelta(seconds=1), Retry(NOW + dt.timedelta(seconds=2), ErrorCode.LLM_RATE_LIMITED)),  # backoff later
+    (NOW + dt.timedelta(seconds=30), Retry(NOW + dt.timedelta(seconds=30), ErrorCode.LLM_RATE_LIMITED)),  # honoured
+    (LATER, Cancel(ErrorCode.DEADLINE_UNREACHABLE)),  # could only start at the deadline
+])
+def test_a_retry_never_starts_before_not_before(not_before, expected):
+    decision = POLICY.decide(T, ErrorCode.LLM_RATE_LIMITED, attempt=1, max_attempts=3, now=NOW, deadline_at=LATER,
+                             rng=MID, not_before=not_before)
+    assert decision == expected
+
+
+def test_retry_after_on_a_transient_error_is_the_not_before_time():
+    from pipeline.retry import not_before
+
+    assert not_before(TransientError(ErrorCode.LLM_RATE_LIMITED, retry_after=dt.timedelta(seconds=7)), NOW) == (
+        NOW + dt.timedelta(seconds=7))
+    assert not_before(TransientError(ErrorCode.LLM_SERVER_ERROR), NOW) is None
+    assert not_before(ValueError(), NOW) is None
+
+
+def test_an_exhausted_budget_is_its_own_dead_letter_reason():
+    from pipeline.errors import BudgetExhaustedError, ValidationFailed
+    from pipeline.reasons import ValidationRule
+
+    error_class, code = classify(BudgetExhaustedError())
+    assert (error_class, code) == (P, ErrorCode.BUDGET_EXHAUSTED)
+    assert POLICY.decide(P, code, attempt=1, max_attempts=3, now=NOW, deadline_at=LATER) == DeadLetter(
+        DeadLetterReason.BUDGET_EXHAUSTED, ErrorCode.BUDGET_EXHAUSTED)
+    assert classify(ValidationFailed(ValidationRule.TOTAL)) == (P, ErrorCode.VALIDATION_FAILED)

@@ -1,0 +1,96 @@
+"""What the settings choose: the extractor (``RELAYOPS_EXTRACTOR``) and the outbox's publishers
+(``RELAYOPS_PUBLISHERS``). The drains run with them; a system check loads them at start-up, so a
+wrong name stops every command with a clear error instead of failing jobs.
+
+An extractor is ``rules``, ``llm`` or the dotted path of your own: a function called with
+``(document, checkpoint)``, or a class instantiated with no arguments whose instances are. A
+publisher is ``review-handoff`` (the built-in deduping consumer that creates the review) or the
+dotted path of a class instantiated with no arguments whose instances have ``publish(event)``.
+Several publishers receive every event in their order; delivery is at-least-once to each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from pipeline.events import Event, Publisher
+from pipeline.extraction.document import Extractor
+from pipeline.extraction.llm import LLMConfig, LLMExtractor
+from pipeline.extraction.rules import invoice_extractor
+from pipeline.relay import ConsumerPublisher
+
+REVIEW_HANDOFF = "review-handoff"
+
+
+def _llm() -> Extractor:
+    config = LLMConfig.from_settings()
+    problems = config.problems()
+    if problems:
+        raise ImproperlyConfigured("RELAYOPS_EXTRACTOR=llm: " + "; ".join(problems))
+    return LLMExtractor(config)
+
+
+BUILTIN_EXTRACTORS: dict[str, Callable[[], Extractor]] = {"rules": lambda: invoice_extractor, "llm": _llm}
+BUILTIN_PUBLISHERS: dict[str, Callable[[], Publisher]] = {REVIEW_HANDOFF: ConsumerPublisher}
+
+
+def _import(setting: str, spec: object) -> Any:
+    if not isinstance(spec, str) or not spec.strip():
+        raise ImproperlyConfigured(f"{setting} is empty: name a built-in or a dotted path")
+    try:
+        return import_string(spec.strip())
+    except ImportError as exc:
+        raise ImproperlyConfigured(f"{setting}={spec!r}: not a built-in, and it does not import ({exc})") from exc
+
+
+def load_extractor(spec: str) -> Extractor:
+    """The extractor ``spec`` names; ImproperlyConfigured saying what is wrong otherwise."""
+    if spec in BUILTIN_EXTRACTORS:
+        return BUILTIN_EXTRACTORS[spec]()
+    target = _import("RELAYOPS_EXTRACTOR", spec)
+    extractor = target() if isinstance(target, type) else target
+    if not callable(extractor):
+        raise ImproperlyConfigured(f"RELAYOPS_EXTRACTOR={spec!r} is not callable: it must take (document, checkpoint)")
+    return extractor
+
+
+def load_publisher(spec: str) -> Publisher:
+    if spec in BUILTIN_PUBLISHERS:
+        return BUILTIN_PUBLISHERS[spec]()
+    target = _import("RELAYOPS_PUBLISHERS", spec)
+    publisher = target() if isinstance(target, type) else target
+    if not callable(getattr(publisher, "publish", None)):
+        raise ImproperlyConfigured(f"RELAYOPS_PUBLISHERS: {spec!r} has no publish(event) method")
+    return publisher
+
+
+class FanoutPublisher:
+    """Publishes each event to every publisher in order; a failure leaves the event pending, so the
+    relay publishes it again later, to all of them (each must dedupe by event id)."""
+
+    def __init__(self, publishers: Sequence[Publisher]) -> None:
+        self.publishers = tuple(publishers)
+
+    def publish(self, event: Event) -> None:
+        for publisher in self.publishers:
+            publisher.publish(event)
+
+
+def load_publishers(specs: Sequence[str]) -> Publisher:
+    if isinstance(specs, str) or not specs:
+        raise ImproperlyConfigured(f"RELAYOPS_PUBLISHERS must list at least one publisher (e.g. {REVIEW_HANDOFF})")
+    publishers = [load_publisher(spec) for spec in specs]
+    return publishers[0] if len(publishers) == 1 else FanoutPublisher(publishers)
+
+
+def configured_extractor() -> Extractor:
+    return load_extractor(settings.RELAYOPS["EXTRACTOR"])
+
+
+def configured_publisher() -> Publisher:
+    return load_publishers(settings.RELAYOPS["PUBLISHERS"])

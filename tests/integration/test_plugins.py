@@ -1,0 +1,102 @@
+"""Extractors and publishers chosen by setting: validated at start-up by a system check with a clear
+error, and used by the drains django-q2 runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from django.core.checks import run_checks
+from django.test import override_settings
+from django.conf import settings
+
+from pipeline import queue
+from pipeline.extraction.llm import LLMExtractor
+from pipeline.extraction.rules import invoice_extractor
+from pipeline.models import OutboxEvent, Result, Review
+from pipeline.plugins import FanoutPublisher, configured_extractor, configured_publisher
+from pipeline.relay import ConsumerPublisher
+from pipeline.runtime import tasks
+from tests.acceptance.conftest import ROOT
+from tests.conftest import invoice
+from tests.integration import plugins
+
+
+def relayops(**options) -> override_settings:
+    return override_settings(RELAYOPS={**settings.RELAYOPS, **options})
+
+
+def errors(check_id: str) -> list[str]:
+    return [message.msg for message in run_checks() if message.id == check_id]
+
+
+@pytest.mark.parametrize(("spec", "kind"), [
+    ("rules", type(invoice_extractor)), ("tests.integration.plugins.custom_extractor", type(invoice_extractor)),
+    ("tests.integration.plugins.CountingExtractor", plugins.CountingExtractor),
+])
+def test_the_extractor_setting_names_a_builtin_or_a_dotted_path(spec, kind):
+    with relayops(EXTRACTOR=spec):
+        assert isinstance(configured_extractor(), kind)
+        assert errors("relayops.E006") == []
+
+
+def test_llm_needs_its_base_url_and_model_and_says_so():
+    with relayops(EXTRACTOR="llm", LLM_BASE_URL="", LLM_MODEL=""):
+        [message] = errors("relayops.E006")
+    assert "RELAYOPS_LLM_BASE_URL must be an http(s) URL" in message and "RELAYOPS_LLM_MODEL" in message
+    with relayops(EXTRACTOR="llm", LLM_BASE_URL="http://127.0.0.1:11434/v1", LLM_MODEL="qwen2.5:0.5b"):
+        assert isinstance(configured_extractor(), LLMExtractor) and errors("relayops.E006") == []
+
+
+@pytest.mark.parametrize(("spec", "says"), [
+    ("regex", "not a built-in, and it does not import"),
+    ("tests.integration.plugins.missing", "does not import"),
+    ("tests.integration.plugins.NOT_CALLABLE", "is not callable"),
+    ("", "is empty"),
+])
+def test_a_wrong_extractor_is_a_clear_startup_error(spec, says):
+    with relayops(EXTRACTOR=spec):
+        [message] = errors("relayops.E006")
+    assert says in message and "RELAYOPS_EXTRACTOR" in message
+
+
+def test_publishers_default_to_the_review_handoff_and_fan_out_when_several():
+    assert isinstance(configured_publisher(), ConsumerPublisher)
+    with relayops(PUBLISHERS=["review-handoff", "tests.integration.plugins.RecordingPublisher"]):
+        publisher = configured_publisher()
+        assert isinstance(publisher, FanoutPublisher)
+        assert [type(p) for p in publisher.publishers] == [ConsumerPublisher, plugins.RecordingPublisher]
+
+
+@pytest.mark.parametrize(("specs", "says"), [
+    (["tests.integration.plugins.NoPublish"], "has no publish(event) method"),
+    (["kafka"], "not a built-in"),
+    ([], "at least one publisher"),
+])
+def test_a_wrong_publisher_is_a_clear_startup_error(specs, says):
+    with relayops(PUBLISHERS=specs):
+        [message] = errors("relayops.E007")
+    assert says in message and "RELAYOPS_PUBLISHERS" in message
+
+
+def test_manage_py_refuses_to_start_with_a_wrong_extractor():
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "relayops.settings_test", "RELAYOPS_EXTRACTOR": "regexp"}
+    run = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode != 0
+    assert "relayops.E006" in run.stderr and "RELAYOPS_EXTRACTOR='regexp'" in run.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_drain_task_runs_the_configured_extractor_and_publishers():
+    plugins.RecordingPublisher.seen.clear()
+    job, _ = queue.enqueue("acme", "doc", 1, invoice(4))
+    with relayops(EXTRACTOR="tests.integration.plugins.custom_extractor", KICKS=False,
+                  PUBLISHERS=["review-handoff", "tests.integration.plugins.RecordingPublisher"]):
+        report = tasks.drain(max_seconds=1.0)
+    assert report["jobs"] == 1 and report["published"] == 1
+    assert Result.objects.get(job=job).data["vendor"] == plugins.MARK
+    event = OutboxEvent.objects.get()
+    assert plugins.RecordingPublisher.seen == [str(event.event_id)] and Review.objects.get().job_id == job.pk
