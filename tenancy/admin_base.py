@@ -6,7 +6,9 @@ filters, links to a job and its document timeline, and how durations read (``for
 
 Every list, change page, search, filter, action and autocomplete goes through ``get_queryset``, so
 scoping it scopes them all; an object outside the user's tenants is a 404, like one that never
-existed. An action POSTed by a user who is not offered it is a 403 and changes nothing.
+existed. An action POSTed by a user who is not offered it is a 403 and changes nothing. Only the
+declared list filters, the search box and the ordering reach a list's query (``DeclaredLookupsOnly``):
+any other querystring lookup is a 400, whatever its value.
 """
 
 from __future__ import annotations
@@ -17,24 +19,30 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.core.exceptions import PermissionDenied
+from django.contrib.admin.views.main import ChangeList
+from django.contrib.admin.exceptions import DisallowedModelAdminLookup
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.db.models import Model, Q, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from relayops.formatting import format_duration
+from relayops.logging import get_logger
 from relayops.paging import EstimatedCountPaginator
 from tenancy.models import Membership
 from tenancy.names import TENANT_RE
 from tenancy.services import scope, tenants_of
 
 __all__ = [
-    "AgeFilter", "PipelineRowAdmin", "TenantFilter", "TenantScopedMixin", "age_of", "format_duration", "job_link",
-    "timeline_link",
+    "AgeFilter", "DeclaredLookupsOnly", "PipelineRowAdmin", "TenantFilter", "TenantScopedMixin", "age_of",
+    "format_duration", "job_link", "restrict_lookups", "timeline_link",
 ]
+
+log = get_logger(__name__)
 
 AGE_BUCKETS = {
     "1h": ("less than an hour", dt.timedelta(0), dt.timedelta(hours=1)),
@@ -105,7 +113,86 @@ class AgeFilter(admin.SimpleListFilter):
         return queryset.filter(**{f"{self.field}__gt": now - older}) if older else queryset
 
 
-class TenantScopedMixin:
+class UndeclaredLookupError(DisallowedModelAdminLookup):
+    """A list was asked to filter by a parameter none of its declared filters offers."""
+
+    def __init__(self, parameters: list[str]) -> None:
+        self.parameters = parameters
+        super().__init__(f"This list cannot be filtered by: {', '.join(parameters)}.")
+
+
+class DeclaredLookupsChangeList(ChangeList):
+    """A changelist that applies no querystring lookup but those its declared list filters consume.
+
+    Django applies any other parameter naming a local column as a filter (``?payload__text__startswith=``
+    answers 1 or 0 rows: content read out a character at a time, and a scan of the whole table). Here
+    such a parameter is refused before any query runs, whatever its value, so the answer is the same
+    for a matching and a non-matching value.
+    """
+
+    def get_filters(self, request: HttpRequest) -> tuple[Any, ...]:
+        given = set(self.get_filters_params())
+        try:
+            specs, has_filters, remaining, duplicates, active = super().get_filters(request)
+        except OverflowError as exc:  # a date hierarchy's year=99999999999: Django lets it through
+            raise IncorrectLookupParameters(exc) from exc
+        undeclared = sorted(given & set(remaining))  # date_hierarchy's own bounds were not given
+        if undeclared:
+            raise UndeclaredLookupError(undeclared)
+        return specs, has_filters, remaining, duplicates, active
+
+
+def _refuse_nul(request: HttpRequest) -> None:
+    """PostgreSQL cannot hold a NUL character in text: a parameter with one is a 400, never a 500."""
+    if any("\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()):
+        raise SuspiciousOperation("A query parameter contains a NUL character.")
+
+
+class DeclaredLookupsOnly:
+    """Only the declared list filters, the search box and the ordering reach a changelist's query.
+
+    Every admin of the site has it: ours through ``TenantScopedMixin``; Django's, django-q2's and
+    django-axes' through ``restrict_lookups`` (a system check refuses an admin without it).
+    """
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return DeclaredLookupsChangeList
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        """Django's own rule (relations beyond the filters) is left to the stricter one of
+        DeclaredLookupsChangeList: whatever no declared filter consumes is refused, in one way."""
+        return True
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """A refused lookup is a 400 naming the parameters (never their values), logged in one line."""
+        _refuse_nul(request)
+        try:
+            return super().changelist_view(request, extra_context)  # type: ignore[misc]
+        except UndeclaredLookupError as refused:
+            log.warning("admin.lookup_refused", path=request.path, user=request.user.get_username(),
+                        parameters=refused.parameters)
+            return HttpResponseBadRequest(
+                f"{refused} Filter with the choices beside the list, the search box or the column headers.",
+                content_type="text/plain; charset=utf-8",
+            )
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        if "\x00" in object_id:
+            return None  # no row has such a key; PostgreSQL would refuse to look
+        return super().get_object(request, object_id, from_field)  # type: ignore[misc]
+
+
+def restrict_lookups(site: admin.AdminSite, model: type[Model]) -> None:
+    """Re-register ``model``'s admin (a third party's) with ``DeclaredLookupsOnly`` in front of it."""
+    current = site.get_model_admin(model)
+    if isinstance(current, DeclaredLookupsOnly):
+        return
+    restricted = type(type(current).__name__, (DeclaredLookupsOnly, type(current)), {"__module__": __name__})
+    site.unregister(model)
+    site.register(model, restricted)
+
+
+class TenantScopedMixin(DeclaredLookupsOnly):
     """Narrow an admin to the user's tenants. ``tenant_field`` names the row's tenant column."""
 
     tenant_field = "tenant"
