@@ -156,6 +156,7 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: per us
 AXES_LOCKOUT_CALLABLE = "console.signin.locked_out"
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "relayops.security.client_ip"
+AXES_SENSITIVE_PARAMETERS: list[str] = []  # log the username and address; the password is always masked
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from django.db import connection
 from demo import scenarios
 from pipeline.models import Job, OutboxEvent
 from pipeline.states import TERMINAL_STATUSES
+from tenancy.services import generate_password
 
 ROOT = Path(__file__).resolve().parents[3]  # the project: manage.py's folder
 USERS = (("demo-operator", False), ("demo-auditor", True))  # (username, auditor?)
@@ -60,7 +60,7 @@ class Command(BaseCommand):
 
     def _user(self, username: str, auditor: bool) -> tuple[str, str, str]:
         """Create or reset a demo user through tenancy's create_operator."""
-        password = secrets.token_urlsafe(12)
+        password = generate_password()
         args = [username, *[arg for t in scenarios.TENANTS for arg in ("--tenant", t)], "--password", password]
         call_command("create_operator", *args, *(["--auditor"] if auditor else []), stdout=io.StringIO())
         return ("auditor" if auditor else "operator", username, password)
