@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse
 
 from pipeline.models import Job, OutboxEvent, Result, Review, ReviewStatus
 from pipeline.reviews import decide_review, with_wait
-from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, format_duration, job_link
+from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, counted, format_duration, job_link
 from tenancy.admin_base import timeline_link
 from tenancy.services import scope
 
@@ -175,11 +175,15 @@ class ReviewAdmin(PipelineRowAdmin):
             return confirmed
         chosen = list(queryset.values_list("pk", flat=True))
         decided = sum(decide_review(pk, decision, request.user) for pk in chosen)
-        total = len(chosen)
-        self.message_user(request, f"{decision.label}: {decided} review(s).", messages.SUCCESS)
-        if total > decided:
-            self.message_user(request, f"{total - decided} review(s) were already decided and kept their decision.",
-                              messages.WARNING)
+        kept = len(chosen) - decided
+        if decided:
+            self.message_user(request, f"{decision.label} {counted(decided, 'review')}.", messages.SUCCESS)
+        if kept:
+            self.message_user(request, (
+                f"{'Nothing was done: ' if not decided else ''}{counted(kept, 'review')} "
+                f"{'was' if kept == 1 else 'were'} already decided and kept {'its' if kept == 1 else 'their'} "
+                "decision."
+            ), messages.WARNING if decided else messages.ERROR)
         return None
 
     @admin.display(description="version")

@@ -30,7 +30,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from relayops.formatting import format_duration
+from relayops.formatting import counted, format_duration
 from relayops.logging import get_logger
 from relayops.paging import EstimatedCountPaginator
 from tenancy.models import Membership
@@ -39,7 +39,7 @@ from tenancy.services import scope, tenants_of
 
 __all__ = [
     "AgeFilter", "DeclaredLookupsOnly", "PipelineRowAdmin", "TenantFilter", "TenantScopedMixin", "age_of",
-    "format_duration", "job_link", "restrict_lookups", "timeline_link",
+    "counted", "format_duration", "job_link", "restrict_lookups", "timeline_link",
 ]
 
 log = get_logger(__name__)
@@ -249,6 +249,8 @@ class PipelineRowAdmin(TenantScopedMixin, admin.ModelAdmin):
         if len(rows) > self.max_action_rows:
             self.message_user(request, f"Select at most {self.max_action_rows} rows for this action.", messages.ERROR)
             return None
+        if self._unseen(request, rows):
+            return None
         form = form_class(request.POST) if request.POST.get("post") == "yes" else form_class()
         if form.is_bound and form.is_valid():
             return form
@@ -259,6 +261,23 @@ class PipelineRowAdmin(TenantScopedMixin, admin.ModelAdmin):
         }
         request.current_app = self.admin_site.name
         return TemplateResponse(request, template, context)
+
+    def _unseen(self, request: HttpRequest, rows: list[Any]) -> bool:
+        """Tell the user, and stop, when selected rows are not theirs to see (a forged or stale selection:
+        another tenant's ids, rows gone since the list was shown). Nothing is done then."""
+        if request.POST.get("select_across") == "1":  # "select all": the rows are the list's own
+            if not rows:
+                self.message_user(request, "Nothing was done: the list has no rows to act on.", messages.ERROR)
+            return not rows
+        asked = {str(pk) for pk in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)}
+        missing = len(asked - {str(row.pk) for row in rows})
+        if not missing:
+            return False
+        self.message_user(request, (
+            f"Nothing was done: {counted(missing, 'selected row')} {'is' if missing == 1 else 'are'} not in your "
+            f"tenants or no longer exist{'s' if missing == 1 else ''}. Reload the list and select again."
+        ), messages.ERROR)
+        return True
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
