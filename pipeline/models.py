@@ -237,6 +237,7 @@ class DrainPresence(models.Model):
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField()
     progress_at = models.DateTimeField(null=True, blank=True)  # last job run or event published
+    gone_at = models.DateTimeField(null=True, blank=True)  # the drain ended because its worker stopped
 
     class Meta:
         verbose_name_plural = "drain presences"
