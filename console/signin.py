@@ -31,7 +31,12 @@ def locked_out(request: HttpRequest, original_response: Any = None, credentials:
 
 
 def adjust(site: admin.AdminSite) -> None:
-    """django-axes' admin pages accept only their declared filters, search and ordering, like ours."""
+    """django-axes' admin pages accept only their declared filters, search and ordering, like ours, and
+    its "clean up expired attempts" action requires the delete permission (superusers only)."""
     for model in (AccessAttempt, AccessLog, AccessFailureLog):
         if site.is_registered(model):
             restrict_lookups(site, model)
+    if site.is_registered(AccessAttempt):
+        attempts = site.get_model_admin(AccessAttempt)
+        cleanup = type(attempts).cleanup_expired_attempts
+        attempts.actions = [admin.action(description="Clean up expired attempts", permissions=["delete"])(cleanup)]

@@ -24,8 +24,8 @@ from dlq.models import AuditEntry, ReprocessRefusal
 from dlq.ratelimit import ReprocessLimit
 from dlq.services import MAX_REASON_LENGTH, RowOutcome, RowResult, reprocess_many
 from pipeline.models import DeadLetter, Job
-from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, counted, format_duration, job_link
-from tenancy.admin_base import timeline_link
+from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped, counted, format_duration
+from tenancy.admin_base import job_link, timeline_link
 from tenancy.services import scope
 
 
@@ -52,9 +52,11 @@ class DeadLetterAdmin(PipelineRowAdmin):
     list_display = ["job_key", "tenant", "reason", "last_error", "attempts", "age", "reprocessed_as", "timeline"]
     list_filter = [TenantFilter, "reason_code", AgeFilter]
     list_select_related = ["job", "reprocess_audit__new_job"]
-    search_fields = ["=job__idempotency_key", "=job__document_id"]
-    search_help_text = "An exact job key (tenant:document:vN), document id, or tenant:document."
-    exact_search_fields = ["job__idempotency_key", "job__document_id"]
+    search_fields = ["=job__idempotency_key", "job__document_id"]
+    search_help_text = (
+        "An exact job key (tenant:document:vN), the start of a document id, or tenant:start of a document id."
+    )
+    exact_search_fields = ["job__idempotency_key"]
     document_field = "job__document_id"
     ordering = ["-id"]
     actions = ["reprocess"]
@@ -148,7 +150,7 @@ class DeadLetterAdmin(PipelineRowAdmin):
 
     @admin.display(description="job", ordering="job__idempotency_key")
     def job_key(self, dead: DeadLetter) -> str:
-        return dead.job.idempotency_key
+        return clipped(dead.job.idempotency_key)
 
     @admin.display(description="reason", ordering="reason_code")
     def reason(self, dead: DeadLetter) -> str:
@@ -210,11 +212,11 @@ class AuditEntryAdmin(PipelineRowAdmin):
 
     @admin.display(description="old job", ordering="old_job__operation_version")
     def old_version(self, entry: AuditEntry) -> str:
-        return format_html("{} ({})", job_link(entry.old_job), entry.old_job.idempotency_key)
+        return format_html("{} ({})", job_link(entry.old_job), clipped(entry.old_job.idempotency_key))
 
     @admin.display(description="new job", ordering="new_job__operation_version")
     def new_version(self, entry: AuditEntry) -> str:
-        return format_html("{} ({})", job_link(entry.new_job), entry.new_job.idempotency_key)
+        return format_html("{} ({})", job_link(entry.new_job), clipped(entry.new_job.idempotency_key))
 
     @admin.display(description="timeline")
     def timeline(self, entry: AuditEntry) -> str:
@@ -239,7 +241,7 @@ class ReprocessRefusalAdmin(PipelineRowAdmin):
     @admin.display(description="dead letter")
     def dead_letter_job(self, refusal: ReprocessRefusal) -> str:
         url = reverse("admin:pipeline_deadletter_change", args=[refusal.dead_letter_id])
-        return format_html('<a href="{}">{}</a>', url, refusal.dead_letter.job.idempotency_key)
+        return format_html('<a href="{}">{}</a>', url, clipped(refusal.dead_letter.job.idempotency_key))
 
     @admin.display(description="retry after", ordering="retry_after_seconds")
     def retry_after(self, refusal: ReprocessRefusal) -> str:

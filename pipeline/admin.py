@@ -15,32 +15,52 @@ from django.http import HttpRequest, HttpResponse
 
 from pipeline.models import Job, OutboxEvent, Result, Review, ReviewStatus
 from pipeline.reviews import decide_review, with_wait
-from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, counted, format_duration, job_link
-from tenancy.admin_base import timeline_link
+from pipeline.states import JobStatus
+from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped, counted, format_duration
+from tenancy.admin_base import job_link, timeline_link
 from tenancy.services import scope
 
 JOB_FIELDS = (
     "idempotency_key", "tenant", "document_id", "operation_version", "status", "attempt", "max_attempts",
     "created_at", "visible_at", "leased_at", "lease_until", "deadline_at", "lease_owner", "fence",
-    "last_error_code", "finished_at", "reprocessed_from", "payload_hash", "timeline",
+    "last_error", "finished_at", "reprocessed_from", "payload_hash", "timeline",
+)
+SEARCH_HELP = (
+    "An exact idempotency key (tenant:document:vN), the start of a document id, or tenant:start of a document id."
 )
 
 
 @admin.register(Job)
 class JobAdmin(PipelineRowAdmin):
     list_display = [
-        "idempotency_key", "tenant", "document_id", "version", "status", "attempts", "age", "lease_owner",
-        "lease_until", "timeline",
+        "key", "tenant", "document", "version", "status", "attempts", "age", "lease_owner", "lease_until", "timeline",
     ]
     list_filter = [TenantFilter, "status", AgeFilter]
-    search_fields = ["=idempotency_key", "=document_id"]
-    search_help_text = "An exact idempotency key (tenant:document:vN), document id, or tenant:document."
-    exact_search_fields = ["idempotency_key", "document_id"]
+    search_fields = ["=idempotency_key", "document_id"]
+    search_help_text = SEARCH_HELP
+    exact_search_fields = ["idempotency_key"]
     document_field = "document_id"
     ordering = ["-id"]
     actions = None
     fields = JOB_FIELDS
     readonly_fields = JOB_FIELDS
+
+    @admin.display(description="idempotency key", ordering="idempotency_key")
+    def key(self, job: Job) -> str:
+        return clipped(job.idempotency_key)
+
+    @admin.display(description="document id", ordering="document_id")
+    def document(self, job: Job) -> str:
+        return clipped(job.document_id)
+
+    @admin.display(description="last error")
+    def last_error(self, job: Job) -> str:
+        """The last failed attempt's code; on a succeeded job, the failure it recovered from."""
+        if not job.last_error_code:
+            return "-"
+        if job.status == JobStatus.SUCCEEDED:
+            return f"none (recovered from {job.last_error_code} on an earlier attempt)"
+        return job.last_error_code
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         return super().get_queryset(request).defer("payload")
@@ -66,7 +86,7 @@ class JobAdmin(PipelineRowAdmin):
 class ResultAdmin(PipelineRowAdmin):
     """Results are shown by key, fence and time; their extracted data is document content and is not."""
 
-    list_display = ["idempotency_key", "tenant", "version", "fence", "created_at", "timeline"]
+    list_display = ["key", "tenant", "version", "fence", "created_at", "timeline"]
     list_filter = [TenantFilter, AgeFilter]
     list_select_related = ["job"]
     search_fields = ["=idempotency_key"]
@@ -77,6 +97,10 @@ class ResultAdmin(PipelineRowAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Result]:
         return super().get_queryset(request).defer("data", "job__payload")
+
+    @admin.display(description="idempotency key", ordering="idempotency_key")
+    def key(self, result: Result) -> str:
+        return clipped(result.idempotency_key)
 
     @admin.display(description="version")
     def version(self, result: Result) -> str:
@@ -104,7 +128,7 @@ class PublishedFilter(admin.SimpleListFilter):
 
 @admin.register(OutboxEvent)
 class OutboxEventAdmin(PipelineRowAdmin):
-    list_display = ["idempotency_key", "tenant", "topic", "created_at", "published_at", "publish_attempts", "age"]
+    list_display = ["key", "tenant", "topic", "created_at", "published_at", "publish_attempts", "age"]
     list_filter = [PublishedFilter, TenantFilter]
     search_fields = ["=idempotency_key"]
     exact_search_fields = ["idempotency_key"]
@@ -117,6 +141,10 @@ class OutboxEventAdmin(PipelineRowAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[OutboxEvent]:
         return super().get_queryset(request).defer("payload")
+
+    @admin.display(description="idempotency key", ordering="idempotency_key")
+    def key(self, event: OutboxEvent) -> str:
+        return clipped(event.idempotency_key)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         oldest = (
@@ -134,13 +162,14 @@ class OutboxEventAdmin(PipelineRowAdmin):
 @admin.register(Review)
 class ReviewAdmin(PipelineRowAdmin):
     list_display = [
-        "idempotency_key", "tenant", "document_id", "version", "status", "created_at", "decided_at", "decided_by",
+        "key", "tenant", "document", "version", "status", "created_at", "decided_at", "decided_by",
         "wait", "timeline",
     ]
     list_filter = [TenantFilter, "status", AgeFilter]
     list_select_related = ["job", "decided_by"]
-    search_fields = ["=idempotency_key", "=document_id"]
-    exact_search_fields = ["idempotency_key", "document_id"]
+    search_fields = ["=idempotency_key", "document_id"]
+    search_help_text = SEARCH_HELP
+    exact_search_fields = ["idempotency_key"]
     document_field = "document_id"
     ordering = ["-id"]
     actions = ["approve", "reject"]
@@ -151,6 +180,14 @@ class ReviewAdmin(PipelineRowAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Review]:
         return with_wait(super().get_queryset(request).defer("job__payload"))
+
+    @admin.display(description="idempotency key", ordering="idempotency_key")
+    def key(self, review: Review) -> str:
+        return clipped(review.idempotency_key)
+
+    @admin.display(description="document id", ordering="document_id")
+    def document(self, review: Review) -> str:
+        return clipped(review.document_id)
 
     def has_decide_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("pipeline.decide_review")

@@ -159,6 +159,7 @@ AXES_CLIENT_IP_CALLABLE = "relayops.security.client_ip"
 AXES_SENSITIVE_PARAMETERS: list[str] = []  # log the username and address; the password is always masked
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["relayops.formats"]  # times to the second on every page (relayops/formats/en)
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

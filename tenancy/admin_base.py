@@ -1,8 +1,10 @@
 """The shared admin toolkit: every RelayOps admin page is built from these pieces.
 
-Tenant scope (``TenantScopedMixin``), read-only rows with exact indexed search and estimated paging
-(``PipelineRowAdmin``), the confirmation page of an action (``confirm_action``), the tenant and age
-filters, links to a job and its document timeline, and how durations read (``format_duration``).
+Tenant scope (``TenantScopedMixin``), read-only rows with indexed search (an exact key, the start of
+a document id) and estimated paging (``PipelineRowAdmin``), the confirmation page of an action
+(``confirm_action``, which refuses forged or stale selections), the tenant and age filters, links to
+a job and its document timeline, long identifiers cut in lists (``clipped``), and how durations and
+counts read (``format_duration``, ``counted``).
 
 Every list, change page, search, filter, action and autocomplete goes through ``get_queryset``, so
 scoping it scopes them all; an object outside the user's tenants is a 404, like one that never
@@ -39,7 +41,7 @@ from tenancy.services import scope, tenants_of
 
 __all__ = [
     "AgeFilter", "DeclaredLookupsOnly", "PipelineRowAdmin", "TenantFilter", "TenantScopedMixin", "age_of",
-    "counted", "format_duration", "job_link", "restrict_lookups", "timeline_link",
+    "clipped", "counted", "format_duration", "job_link", "restrict_lookups", "timeline_link",
 ]
 
 log = get_logger(__name__)
@@ -54,6 +56,11 @@ AGE_BUCKETS = {
 
 def age_of(since: dt.datetime | None) -> str:
     return format_duration(timezone.now() - since) if since else "-"
+
+
+def clipped(text: str) -> str:
+    """A long identifier cut to one line with an ellipsis in lists; the full value shows on hover."""
+    return format_html('<span class="relayops-clip" title="{}">{}</span>', text, text)
 
 
 def timeline_link(job_id: int) -> str:
@@ -201,7 +208,7 @@ class TenantScopedMixin(DeclaredLookupsOnly):
         return scope(super().get_queryset(request), request.user, self.tenant_field)  # type: ignore[misc]
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
-        obj = super().get_object(request, object_id, from_field)  # type: ignore[misc]
+        obj = super().get_object(request, object_id, from_field)
         if obj is None:  # missing or another tenant's: the same answer, so existence is not confirmed
             raise Http404("No such object.")
         return obj
@@ -210,8 +217,9 @@ class TenantScopedMixin(DeclaredLookupsOnly):
 class PipelineRowAdmin(TenantScopedMixin, admin.ModelAdmin):
     """Tenant-scoped and read-only: rows change through services (the actions call them), never here.
 
-    Search is exact (``exact_search_fields``, each an indexed column), so it is served by an index;
-    a ``tenant:document`` term finds every version of a document when ``document_field`` is set.
+    Search is served by indexes: exact on ``exact_search_fields``; with ``document_field`` set, a
+    term also finds the documents whose id starts with it, and ``tenant:start`` those of one tenant
+    (a btree with varchar_pattern_ops on the document id serves the prefix).
     """
 
     paginator = EstimatedCountPaginator
@@ -226,14 +234,17 @@ class PipelineRowAdmin(TenantScopedMixin, admin.ModelAdmin):
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
         term = search_term.strip()
-        if not term or not self.exact_search_fields:
+        if not term or not (self.exact_search_fields or self.document_field):
             return queryset, False
         match = Q()
         for field in self.exact_search_fields:
             match |= Q(**{field: term})
-        tenant, _, document = term.partition(":")
-        if self.document_field and document and TENANT_RE.fullmatch(tenant):
-            match |= Q(**{self.tenant_field: tenant, self.document_field: document})
+        if self.document_field:
+            prefix = f"{self.document_field}__startswith"
+            match |= Q(**{prefix: term})
+            tenant, _, document = term.partition(":")
+            if document and TENANT_RE.fullmatch(tenant):
+                match |= Q(**{self.tenant_field: tenant, prefix: document})
         return queryset.filter(match), False
 
     def confirm_action(
