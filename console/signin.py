@@ -38,5 +38,5 @@ def adjust(site: admin.AdminSite) -> None:
             restrict_lookups(site, model)
     if site.is_registered(AccessAttempt):
         attempts = site.get_model_admin(AccessAttempt)
-        cleanup = type(attempts).cleanup_expired_attempts
+        cleanup = getattr(type(attempts), "cleanup_expired_attempts")
         attempts.actions = [admin.action(description="Clean up expired attempts", permissions=["delete"])(cleanup)]

@@ -78,7 +78,8 @@ def _job_entries(job: Job) -> list[Entry]:
     entries = [Entry(job.created_at, EntryKind.ENQUEUED, v, f"Version {v} enqueued",
                      f"{origin}; up to {job.max_attempts} attempts", link="admin:pipeline_job_change", link_pk=job.pk)]
     if job.finished_at and job.status == JobStatus.SUCCEEDED:
-        entries.append(Entry(job.finished_at, EntryKind.FINISHED, v, "Succeeded", f"after {counted(job.attempt, 'attempt')}"))
+        after = f"after {counted(job.attempt, 'attempt')}"
+        entries.append(Entry(job.finished_at, EntryKind.FINISHED, v, "Succeeded", after))
     elif job.finished_at and job.status == JobStatus.CANCELLED:
         entries.append(Entry(job.finished_at, EntryKind.FINISHED, v, "Cancelled", job.last_error_code, warning=True))
     return entries

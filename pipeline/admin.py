@@ -16,8 +16,8 @@ from django.http import HttpRequest, HttpResponse
 from pipeline.models import Job, OutboxEvent, Result, Review, ReviewStatus
 from pipeline.reviews import decide_review, with_wait
 from pipeline.states import JobStatus
-from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped, counted, format_duration
-from tenancy.admin_base import job_link, timeline_link
+from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped_column, counted
+from tenancy.admin_base import format_duration, job_link, timeline_link
 from tenancy.services import scope
 
 JOB_FIELDS = (
@@ -45,13 +45,9 @@ class JobAdmin(PipelineRowAdmin):
     fields = JOB_FIELDS
     readonly_fields = JOB_FIELDS
 
-    @admin.display(description="idempotency key", ordering="idempotency_key")
-    def key(self, job: Job) -> str:
-        return clipped(job.idempotency_key)
+    key = clipped_column("idempotency_key", "idempotency key")
 
-    @admin.display(description="document id", ordering="document_id")
-    def document(self, job: Job) -> str:
-        return clipped(job.document_id)
+    document = clipped_column("document_id", "document id")
 
     @admin.display(description="last error")
     def last_error(self, job: Job) -> str:
@@ -98,9 +94,7 @@ class ResultAdmin(PipelineRowAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Result]:
         return super().get_queryset(request).defer("data", "job__payload")
 
-    @admin.display(description="idempotency key", ordering="idempotency_key")
-    def key(self, result: Result) -> str:
-        return clipped(result.idempotency_key)
+    key = clipped_column("idempotency_key", "idempotency key")
 
     @admin.display(description="version")
     def version(self, result: Result) -> str:
@@ -142,9 +136,7 @@ class OutboxEventAdmin(PipelineRowAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[OutboxEvent]:
         return super().get_queryset(request).defer("payload")
 
-    @admin.display(description="idempotency key", ordering="idempotency_key")
-    def key(self, event: OutboxEvent) -> str:
-        return clipped(event.idempotency_key)
+    key = clipped_column("idempotency_key", "idempotency key")
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         oldest = (
@@ -181,13 +173,9 @@ class ReviewAdmin(PipelineRowAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Review]:
         return with_wait(super().get_queryset(request).defer("job__payload"))
 
-    @admin.display(description="idempotency key", ordering="idempotency_key")
-    def key(self, review: Review) -> str:
-        return clipped(review.idempotency_key)
+    key = clipped_column("idempotency_key", "idempotency key")
 
-    @admin.display(description="document id", ordering="document_id")
-    def document(self, review: Review) -> str:
-        return clipped(review.document_id)
+    document = clipped_column("document_id", "document id")
 
     def has_decide_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("pipeline.decide_review")

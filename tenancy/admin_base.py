@@ -16,6 +16,7 @@ any other querystring lookup is a 400, whatever its value.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -41,7 +42,7 @@ from tenancy.services import scope, tenants_of
 
 __all__ = [
     "AgeFilter", "DeclaredLookupsOnly", "PipelineRowAdmin", "TenantFilter", "TenantScopedMixin", "age_of",
-    "clipped", "counted", "format_duration", "job_link", "restrict_lookups", "timeline_link",
+    "clipped", "clipped_column", "counted", "format_duration", "job_link", "restrict_lookups", "timeline_link",
 ]
 
 log = get_logger(__name__)
@@ -61,6 +62,16 @@ def age_of(since: dt.datetime | None) -> str:
 def clipped(text: str) -> str:
     """A long identifier cut to one line with an ellipsis in lists; the full value shows on hover."""
     return format_html('<span class="relayops-clip" title="{}">{}</span>', text, text)
+
+
+def clipped_column(field: str, description: str) -> Callable[[Any, Any], str]:
+    """A list column (an admin method) showing ``field`` cut to one line, whole on hover, sortable by it."""
+
+    @admin.display(description=description, ordering=field)
+    def column(model_admin: Any, obj: Any) -> str:
+        return clipped(getattr(obj, field))
+
+    return column
 
 
 def timeline_link(job_id: int) -> str:
