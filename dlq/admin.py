@@ -36,15 +36,13 @@ class ReprocessForm(forms.Form):
     )
 
 
-def _job_links(jobs: list[Job]) -> str:
-    return format_html_join(
-        ", ", '<a href="{}">{}</a>',
-        ((reverse("admin:pipeline_job_change", args=[j.pk]), j.idempotency_key) for j in jobs),
-    )
-
-
-def _job_link(job: Job) -> str:
-    return format_html('<a href="{}">{}</a>', reverse("admin:pipeline_job_change", args=[job.pk]), job.idempotency_key)
+def _job_links(jobs: list[Job], *, status: bool = False) -> str:
+    """Links to jobs by key; with ``status``, each says where it stands: ``acme:doc:v2 (queued)``."""
+    return format_html_join(", ", '<a href="{}">{}</a>{}', (
+        (reverse("admin:pipeline_job_change", args=[j.pk]), j.idempotency_key,
+         f" ({status_words(j)})" if status else "")
+        for j in jobs
+    ))
 
 
 @admin.register(DeadLetter)
@@ -115,7 +113,7 @@ class DeadLetterAdmin(PipelineRowAdmin):
         if before:
             self.message_user(request, format_html(
                 "{} had been reprocessed before, nothing new was created; {}: {}.", counted(len(before), "dead letter"),
-                "its new version" if len(before) == 1 else "their new versions", _job_links(before),
+                "its new version" if len(before) == 1 else "their new versions", _job_links(before, status=True),
             ), messages.WARNING)
         for outcome in by_result[RowResult.VERSION_EXISTS] + by_result[RowResult.CONFLICT]:
             self._tell_existing(request, outcome)
@@ -124,18 +122,18 @@ class DeadLetterAdmin(PipelineRowAdmin):
             self.message_user(request, f"Not reprocessed: {outcome.detail}. Nothing was changed.", messages.ERROR)
 
     def _tell_existing(self, request: HttpRequest, outcome: RowOutcome) -> None:
-        job = outcome.job
-        assert job is not None
-        status = status_words(job)
+        if outcome.job is None:
+            return
+        link, status = _job_links([outcome.job]), status_words(outcome.job)
         if outcome.result == RowResult.VERSION_EXISTS:
             self.message_user(request, format_html(
                 "Not reprocessed: {} already exists with the same document and is {}; nothing new was created. "
-                "To run it again, reprocess its own dead letter.", _job_link(job), status,
+                "To run it again, reprocess its own dead letter.", link, status,
             ), messages.WARNING)
         else:
             self.message_user(request, format_html(
                 "Not reprocessed: {} already exists with a different document and is {}; reprocessing the older "
-                "version would conflict with it. Nothing was changed.", _job_link(job), status,
+                "version would conflict with it. Nothing was changed.", link, status,
             ), messages.ERROR)
 
     def _tell_limited(self, request: HttpRequest, limited: list[RowOutcome]) -> None:

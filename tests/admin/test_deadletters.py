@@ -85,7 +85,8 @@ def test_a_second_reprocess_shows_the_existing_new_job(acme_operator):
     before = snapshot()
     response = confirm(login(acme_operator), dead.pk, reason="again")
     assert texts(response) == [
-        "1 dead letter had been reprocessed before, nothing new was created; its new version: acme:broken-1:v2."
+        "1 dead letter had been reprocessed before, nothing new was created; its new version: acme:broken-1:v2 "
+        "(queued)."
     ]
     assert snapshot() == before
     listed = login(acme_operator).get(reverse(LIST)).content.decode()

@@ -105,7 +105,8 @@ def test_a_batch_reports_every_row_and_commits_each_on_its_own(acme_operator, se
                         r"acme were not reprocessed\.", shown.pop(3))
     assert shown == [
         "Reprocessed 1 dead letter as a new version: acme:doc-a:v2.",
-        "1 dead letter had been reprocessed before, nothing new was created; its new version: acme:doc-e:v2.",
+        "1 dead letter had been reprocessed before, nothing new was created; its new version: acme:doc-e:v2 "
+        "(queued).",
         "Not reprocessed: acme:doc-b:v2 already exists with a different document and is queued; reprocessing the "
         "older version would conflict with it. Nothing was changed.",
         f"Not reprocessed: acme:doc-d:v{MAX_OPERATION_VERSION} is the last version a document may have. "
