@@ -233,17 +233,18 @@ class Measurement:
 def _samples() -> dict[str, str]:
     """Keys and ids that exist, to search for: each is the middle row of its kind."""
     from dlq.models import AuditEntry
-from pipeline.models import DeadLetter
-    from pipeline.models import OutboxEvent, Review
+    from pipeline.models import DeadLetter, OutboxEvent, Review
 
     def middle(rows: Any) -> Any:
         return rows.order_by("id")[rows.count() // 2]
 
     event = middle(OutboxEvent.objects.filter(tenant=SMALL, published_at__isnull=False))  # a key in every table
     dead = middle(DeadLetter.objects.filter(tenant=LARGE).select_related("job")).job
-    return {"small_key": event.idempotency_key, "small_doc": event.idempotency_key.split(":")[1],
+    small_doc = event.idempotency_key.split(":")[1]
+    return {"small_key": event.idempotency_key, "small_doc": small_doc,
+            "small_prefix": small_doc[:-1],  # "doc-12345" finds doc-1234x: about ten documents
             "review_doc": middle(Review.objects.all()).document_id,
-            "dead_key": dead.idempotency_key, "dead_doc": dead.document_id,
+            "dead_key": dead.idempotency_key, "dead_doc": dead.document_id, "dead_prefix": dead.document_id[:-2],
             "audit_key": middle(AuditEntry.objects.select_related("old_job")).old_job.idempotency_key}
 
 
@@ -258,12 +259,14 @@ def _pages(s: dict[str, str]) -> list[Page]:
     pages = [Page(model, who, {}) for model in models for who in (root, small, large)]
     variants = {
         "pipeline_job": [
-            (root, {"status": "queued"}), (root, {"status": "dead_lettered"}), (root, {"tenant": SMALL}),
-            (root, {"tenant": LARGE, "status": "cancelled"}), (root, {"age": "1d"}), (root, {"age": "old"}),
+            (root, {"status__exact": "queued"}), (root, {"status__exact": "dead_lettered"}), (root, {"tenant": SMALL}),
+            (root, {"tenant": LARGE, "status__exact": "cancelled"}), (root, {"age": "1d"}), (root, {"age": "old"}),
             (root, {"q": s["small_key"]}), (root, {"q": s["small_doc"]}), (root, {"q": f"{SMALL}:{s['small_doc']}"}),
-            (root, {"p": "2"}), (small, {"status": "dead_lettered"}), (small, {"age": "old"}),
-            (small, {"q": s["small_key"]}), (small, {"p": "2"}), (large, {"status": "dead_lettered"}),
-            (large, {"age": "1d"}), (large, {"p": "2"}),
+            (root, {"q": s["small_prefix"]}), (root, {"q": f"{SMALL}:{s['small_prefix']}"}), (root, {"q": "doc-9"}),
+            (root, {"p": "2"}), (small, {"status__exact": "dead_lettered"}), (small, {"age": "old"}),
+            (small, {"q": s["small_key"]}), (small, {"q": s["small_prefix"]}), (small, {"q": "doc-9"}),
+            (small, {"p": "2"}), (large, {"status__exact": "dead_lettered"}), (large, {"q": s["small_prefix"]}),
+            (large, {"q": "doc-9"}), (large, {"age": "1d"}), (large, {"p": "2"}),
         ],
         "pipeline_result": [
             (root, {"tenant": SMALL}), (root, {"age": "1d"}), (root, {"age": "old"}), (root, {"q": s["small_key"]}),
@@ -274,13 +277,15 @@ def _pages(s: dict[str, str]) -> list[Page]:
             (root, {"q": s["small_key"]}), (root, {"p": "2"}), (small, {"state": "pending"}), (large, {"p": "2"}),
         ],
         "pipeline_review": [
-            (root, {"status": "pending"}), (root, {"tenant": SMALL}), (root, {"age": "old"}),
-            (root, {"q": s["review_doc"]}), (root, {"p": "2"}), (small, {"status": "pending"}),
+            (root, {"status__exact": "pending"}), (root, {"tenant": SMALL}), (root, {"age": "old"}),
+            (root, {"q": s["review_doc"]}), (root, {"q": s["review_doc"][:-1]}), (root, {"p": "2"}),
+            (small, {"status__exact": "pending"}), (large, {"q": "doc-9"}),
         ],
         "pipeline_deadletter": [
-            (root, {"reason_code": "permanent_error"}), (root, {"tenant": SMALL}), (root, {"age": "7d"}),
-            (root, {"q": s["dead_key"]}), (root, {"q": s["dead_doc"]}), (root, {"p": "2"}),
-            (small, {"age": "old"}), (large, {"reason_code": "max_attempts_exceeded"}), (large, {"p": "2"}),
+            (root, {"reason_code__exact": "permanent_error"}), (root, {"tenant": SMALL}), (root, {"age": "7d"}),
+            (root, {"q": s["dead_key"]}), (root, {"q": s["dead_doc"]}), (root, {"q": s["dead_prefix"]}),
+            (root, {"p": "2"}), (small, {"age": "old"}), (large, {"reason_code__exact": "max_attempts_exceeded"}),
+            (large, {"q": s["dead_prefix"]}), (large, {"p": "2"}),
         ],
         "dlq_auditentry": [
             (root, {"operator": f"op-{LARGE}"}), (root, {"tenant": SMALL}), (root, past_week),

@@ -22,7 +22,7 @@ def use_database(db: str, **env: str) -> None:
     """Point this process's settings at ``db`` (plus ``env``) and set Django up."""
     os.environ.update(DATABASE_URL=database_url(db), LOG_LEVEL="WARNING", DJANGO_SETTINGS_MODULE="relayops.settings",
                       **env)
-    os.environ.setdefault("SECRET_KEY", "bench")
+    os.environ.setdefault("SECRET_KEY", "relayops-bench-only-" + "0123456789abcdefghijklmnopqrstuvwxyz")
     import django
 
     django.setup()

@@ -1,5 +1,6 @@
 """The console app: what operators and auditors see across the apps (the admin site, document timelines,
-``relayops_status``), and the one place where django-q2's admin is adjusted."""
+``relayops_status``, the sign-in lockout page), and the one place where django-q2's and django-axes'
+admin pages are adjusted."""
 
 from django.apps import AppConfig
 from django.contrib.admin import apps as admin_apps
@@ -13,9 +14,10 @@ class ConsoleConfig(AppConfig):
     def ready(self) -> None:
         from django.contrib import admin
 
-        from console.django_q_admin import adjust
+        from console import checks, django_q_admin, signin  # noqa: F401  (checks register themselves)
 
-        adjust(admin.site)
+        django_q_admin.adjust(admin.site)
+        signin.adjust(admin.site)
 
 
 class ConsoleAdminConfig(admin_apps.AdminConfig):

@@ -1,4 +1,9 @@
-"""RelayOps' admin site: Django's, with its titles and the document timeline of a job."""
+"""RelayOps' admin site: Django's, with its titles and the document timeline of a job.
+
+Django's "view on site" shortcut (``r/<content_type>/<id>/``) is answered with the same 404 for every
+object: no RelayOps model has a public URL, and Django's answer told an existing row (another
+tenant's, a pipeline row) from a missing one.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +26,14 @@ class RelayOpsAdminSite(admin.AdminSite):
     def get_urls(self) -> list[URLResolver | URLPattern]:
         timeline = path("pipeline/job/<path:object_id>/timeline/", self.admin_view(self.timeline_view),
                         name="pipeline_job_timeline")
-        return [timeline, *super().get_urls()]
+        shortcut = path("r/<path:content_type_id>/<path:object_id>/", self.admin_view(self.no_shortcut),
+                        name="view_on_site")
+        urls = [url for url in super().get_urls() if getattr(url, "name", None) != "view_on_site"]
+        return [timeline, shortcut, *urls]
+
+    def no_shortcut(self, request: HttpRequest, content_type_id: str, object_id: str) -> HttpResponse:
+        """The same 404 whatever the object: whether a row exists is not the shortcut's to tell."""
+        raise Http404("No such page.")
 
     def timeline_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Everything that happened to this job's document, every version, in time order. Scoped like

@@ -1,5 +1,6 @@
 """What ``relayops_status`` shows: per tenant, queue depth by status, how long the oldest due job has
-waited, outbox lag and DLQ size by reason; per node, when its drains were last seen and made progress."""
+waited, outbox lag and DLQ size by reason; per node, when its drains were last seen and made progress,
+or when the node stopped."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.db.models import Count, Max, Min, Q
 from pipeline.clock import seconds_since
 from pipeline.models import DeadLetter, DrainPresence, Job, OutboxEvent
 from pipeline.states import JobStatus
+from tenancy.models import Membership
 
 
 @dataclass
@@ -27,9 +29,10 @@ class TenantStatus:
 @dataclass(frozen=True)
 class NodeStatus:
     node: str
-    drains: int  # processes seen within the window
+    drains: int  # processes seen within the window and not gone
     last_seen_seconds: float
     last_progress_seconds: float | None
+    stopped_seconds: float | None = None  # no live drain and its drains said they were gone this long ago
 
 
 def tenants(now: dt.datetime, only: str | None = None) -> list[TenantStatus]:
@@ -52,15 +55,21 @@ def tenants(now: dt.datetime, only: str | None = None) -> list[TenantStatus]:
 
 
 def nodes(now: dt.datetime, window: dt.timedelta) -> list[NodeStatus]:
-    recent = Q(seen_at__gte=now - window)
+    live = Q(seen_at__gte=now - window, gone_at__isnull=True)
     rows = DrainPresence.objects.values("node").annotate(
-        drains=Count("pk", filter=recent), seen=Max("seen_at"), progress=Max("progress_at")
+        drains=Count("pk", filter=live), seen=Max("seen_at"), progress=Max("progress_at"), gone=Max("gone_at"),
     )
     return [
         NodeStatus(row["node"], row["drains"], seconds_since(now, row["seen"]) or 0.0,
-                   seconds_since(now, row["progress"]))
+                   seconds_since(now, row["progress"]),
+                   seconds_since(now, row["gone"]) if row["gone"] and not row["drains"] else None)
         for row in rows.order_by("node")
     ]
+
+
+def known_tenant(tenant: str) -> bool:
+    """A tenant is known once it has a job or a member."""
+    return Job.objects.filter(tenant=tenant).exists() or Membership.objects.filter(tenant=tenant).exists()
 
 
 def _seconds(value: float | None) -> str:
@@ -81,7 +90,13 @@ def render(now: dt.datetime, rows: list[TenantStatus], drains: list[NodeStatus])
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
     if not rows:
         lines.append("(no jobs yet)")
-    lines += ["", "drains by node (live = seen in the last minute):"]
-    lines += [f"  {d.node}: {d.drains} live, last seen {_seconds(d.last_seen_seconds)} ago, "
-              f"last progress {_seconds(d.last_progress_seconds)} ago" for d in drains] or ["  (none yet)"]
+    lines += ["", "drains by node (live = seen in the last minute, not stopped):"]
+    lines += [_node_line(d) for d in drains] or ["  (none yet)"]
     return "\n".join(lines)
+
+
+def _node_line(d: NodeStatus) -> str:
+    if d.stopped_seconds is not None:
+        return f"  {d.node}: stopped {_seconds(d.stopped_seconds)} ago (its drains said so), 0 live"
+    return (f"  {d.node}: {d.drains} live, last seen {_seconds(d.last_seen_seconds)} ago, "
+            f"last progress {_seconds(d.last_progress_seconds)} ago")

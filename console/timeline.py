@@ -15,7 +15,7 @@ from pipeline.models import Attempt, DeadLetter, Job, OutboxEvent, Result, Revie
 from pipeline.outbox import RESULT_TOPIC
 from pipeline.reasons import ErrorCode
 from pipeline.states import JobStatus
-from relayops.formatting import format_duration
+from relayops.formatting import counted, format_duration
 
 
 class EntryKind(enum.StrEnum):
@@ -78,7 +78,8 @@ def _job_entries(job: Job) -> list[Entry]:
     entries = [Entry(job.created_at, EntryKind.ENQUEUED, v, f"Version {v} enqueued",
                      f"{origin}; up to {job.max_attempts} attempts", link="admin:pipeline_job_change", link_pk=job.pk)]
     if job.finished_at and job.status == JobStatus.SUCCEEDED:
-        entries.append(Entry(job.finished_at, EntryKind.FINISHED, v, "Succeeded", f"after {job.attempt} attempt(s)"))
+        after = f"after {counted(job.attempt, 'attempt')}"
+        entries.append(Entry(job.finished_at, EntryKind.FINISHED, v, "Succeeded", after))
     elif job.finished_at and job.status == JobStatus.CANCELLED:
         entries.append(Entry(job.finished_at, EntryKind.FINISHED, v, "Cancelled", job.last_error_code, warning=True))
     return entries
@@ -138,7 +139,7 @@ def _outcome_entries(
         entries.append(Entry(e.created_at, EntryKind.EVENT, v, "Event written to the outbox", f"{e.topic}, event {e.event_id}"))
         if e.published_at:
             entries.append(Entry(e.published_at, EntryKind.PUBLISHED, v, "Event published",
-                                 f"after {e.publish_attempts} publish attempt(s)"))
+                                 f"after {counted(e.publish_attempts, 'publish attempt')}"))
     for r in reviews:
         v = versions[r.job_id]
         entries.append(Entry(r.created_at, EntryKind.HANDED_OFF, v, "Handed off for review",
@@ -157,7 +158,7 @@ def _dlq_entries(
 ) -> list[Entry]:
     entries = [
         Entry(d.created_at, EntryKind.DEAD_LETTERED, versions[d.job_id], f"Dead-lettered: {d.reason_code}",
-              f"last error {d.error_code or 'none'}, after {d.attempts} attempt(s)", warning=True,
+              f"last error {d.error_code or 'none'}, after {counted(d.attempts, 'attempt')}", warning=True,
               link="admin:pipeline_deadletter_change", link_pk=d.pk)
         for d in dead
     ]

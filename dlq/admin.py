@@ -1,13 +1,13 @@
 """The DLQ's admin: dead letters with the audited "Reprocess as new version", the audit, the refusals.
 
-Everything is read-only; the one action calls dlq.services.reprocess_from_dlq, which enforces the
-tenant's rate limit and writes the audit entry. Reasons are codes, never error text.
+Everything is read-only; the one action calls dlq.services.reprocess_many, which reprocesses each row
+in its own transaction (rate limit, audit) and says what happened to each; the action reports every
+row. Reasons are codes, never error text.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
@@ -19,13 +19,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from dlq.errors import status_words
 from dlq.models import AuditEntry, ReprocessRefusal
 from dlq.ratelimit import ReprocessLimit
-from dlq.services import MAX_REASON_LENGTH, reprocess_from_dlq
-from pipeline.errors import NotReprocessableError, ReprocessRateLimitedError
+from dlq.services import MAX_REASON_LENGTH, RowOutcome, RowResult, reprocess_many
 from pipeline.models import DeadLetter, Job
-from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, format_duration, job_link
-from tenancy.admin_base import timeline_link
+from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped, counted, format_duration
+from tenancy.admin_base import job_link, timeline_link
 from tenancy.services import scope
 
 
@@ -36,20 +36,13 @@ class ReprocessForm(forms.Form):
     )
 
 
-@dataclass
-class ReprocessReport:
-    created: list[Job] = field(default_factory=list)
-    existing: list[Job] = field(default_factory=list)
-    limited: dict[str, ReprocessRateLimitedError] = field(default_factory=dict)
-    skipped: dict[str, int] = field(default_factory=dict)  # not tried: their tenant was already refused
-    refused: list[str] = field(default_factory=list)
-
-
-def _job_links(jobs: list[Job]) -> str:
-    return format_html_join(
-        ", ", '<a href="{}">{}</a>',
-        ((reverse("admin:pipeline_job_change", args=[j.pk]), j.idempotency_key) for j in jobs),
-    )
+def _job_links(jobs: list[Job], *, status: bool = False) -> str:
+    """Links to jobs by key; with ``status``, each says where it stands: ``acme:doc:v2 (queued)``."""
+    return format_html_join(", ", '<a href="{}">{}</a>{}', (
+        (reverse("admin:pipeline_job_change", args=[j.pk]), j.idempotency_key,
+         f" ({status_words(j)})" if status else "")
+        for j in jobs
+    ))
 
 
 @admin.register(DeadLetter)
@@ -58,9 +51,11 @@ class DeadLetterAdmin(PipelineRowAdmin):
                     "timeline"]
     list_filter = [TenantFilter, "reason_code", AgeFilter]
     list_select_related = ["job", "reprocess_audit__new_job"]
-    search_fields = ["=job__idempotency_key", "=job__document_id"]
-    search_help_text = "An exact job key (tenant:document:vN), document id, or tenant:document."
-    exact_search_fields = ["job__idempotency_key", "job__document_id"]
+    search_fields = ["=job__idempotency_key", "job__document_id"]
+    search_help_text = (
+        "An exact job key (tenant:document:vN), the start of a document id, or tenant:start of a document id."
+    )
+    exact_search_fields = ["job__idempotency_key"]
     document_field = "job__document_id"
     ordering = ["-id"]
     actions = ["reprocess"]
@@ -99,46 +94,62 @@ class DeadLetterAdmin(PipelineRowAdmin):
         )
         if isinstance(confirmed, HttpResponse) or confirmed is None:
             return confirmed
-        report = ReprocessReport()
-        for dead_id, tenant in queryset.order_by("id").values_list("id", "tenant"):
-            if tenant in report.limited:
-                report.skipped[tenant] = report.skipped.get(tenant, 0) + 1
-                continue
-            try:
-                outcome = reprocess_from_dlq(dead_id, request.user, reason=confirmed.cleaned_data["reason"])
-            except ReprocessRateLimitedError as refusal:
-                report.limited[tenant] = refusal
-                report.skipped[tenant] = 1
-                continue
-            except NotReprocessableError as refusal:
-                report.refused.append(str(refusal))
-                continue
-            (report.created if outcome.created else report.existing).append(outcome.new_job)
-        self._tell(request, report)
+        ids = list(queryset.order_by("id").values_list("id", flat=True))
+        outcomes = reprocess_many(ids, request.user, reason=confirmed.cleaned_data["reason"])
+        self._tell(request, outcomes)
         return None
 
-    def _tell(self, request: HttpRequest, report: ReprocessReport) -> None:
-        if report.created:
+    def _tell(self, request: HttpRequest, outcomes: list[RowOutcome]) -> None:
+        """One message per kind of outcome; every row is in exactly one of them."""
+        by_result: dict[RowResult, list[RowOutcome]] = {result: [] for result in RowResult}
+        for outcome in outcomes:
+            by_result[outcome.result].append(outcome)
+        created = [o.job for o in by_result[RowResult.REPROCESSED] if o.job is not None]
+        if created:
             self.message_user(request, format_html(
-                "Reprocessed {} dead letter(s) as new versions: {}.", len(report.created), _job_links(report.created)
+                "Reprocessed {} as {}: {}.", counted(len(created), "dead letter"),
+                "a new version" if len(created) == 1 else "new versions", _job_links(created),
             ), messages.SUCCESS)
-        if report.existing:
+        before = [o.job for o in by_result[RowResult.ALREADY_REPROCESSED] if o.job is not None]
+        if before:
             self.message_user(request, format_html(
-                "{} dead letter(s) had been reprocessed before; their new job(s): {}.", len(report.existing),
-                _job_links(report.existing),
+                "{} had been reprocessed before, nothing new was created; {}: {}.", counted(len(before), "dead letter"),
+                "its new version" if len(before) == 1 else "their new versions", _job_links(before, status=True),
             ), messages.WARNING)
-        for tenant, refusal in report.limited.items():
+        for outcome in by_result[RowResult.VERSION_EXISTS] + by_result[RowResult.CONFLICT]:
+            self._tell_existing(request, outcome)
+        self._tell_limited(request, by_result[RowResult.RATE_LIMITED])
+        for outcome in by_result[RowResult.NOT_REPROCESSABLE]:
+            self.message_user(request, f"Not reprocessed: {outcome.detail}. Nothing was changed.", messages.ERROR)
+
+    def _tell_existing(self, request: HttpRequest, outcome: RowOutcome) -> None:
+        if outcome.job is None:
+            return
+        link, status = _job_links([outcome.job]), status_words(outcome.job)
+        if outcome.result == RowResult.VERSION_EXISTS:
+            self.message_user(request, format_html(
+                "Not reprocessed: {} already exists with the same document and is {}; nothing new was created. "
+                "To run it again, reprocess its own dead letter.", link, status,
+            ), messages.WARNING)
+        else:
+            self.message_user(request, format_html(
+                "Not reprocessed: {} already exists with a different document and is {}; reprocessing the older "
+                "version would conflict with it. Nothing was changed.", link, status,
+            ), messages.ERROR)
+
+    def _tell_limited(self, request: HttpRequest, limited: list[RowOutcome]) -> None:
+        for tenant in sorted({o.tenant for o in limited}):
+            rows = [o for o in limited if o.tenant == tenant]
+            wait = min(o.retry_after_seconds or 0 for o in rows)
             self.message_user(request, (
                 f"Tenant {tenant} reached its reprocess limit: try again in "
-                f"{format_duration(dt.timedelta(seconds=refusal.retry_after_seconds))}. "
-                f"{report.skipped[tenant]} dead letter(s) of {tenant} were not reprocessed."
+                f"{format_duration(dt.timedelta(seconds=wait))}. {counted(len(rows), 'dead letter')} of {tenant} "
+                f"{'was' if len(rows) == 1 else 'were'} not reprocessed."
             ), messages.ERROR)
-        for problem in report.refused:
-            self.message_user(request, f"Not reprocessed: {problem}.", messages.ERROR)
 
     @admin.display(description="job", ordering="job__idempotency_key")
     def job_key(self, dead: DeadLetter) -> str:
-        return dead.job.idempotency_key
+        return clipped(dead.job.idempotency_key)
 
     @admin.display(description="reason", ordering="reason_code")
     def reason(self, dead: DeadLetter) -> str:
@@ -204,11 +215,11 @@ class AuditEntryAdmin(PipelineRowAdmin):
 
     @admin.display(description="old job", ordering="old_job__operation_version")
     def old_version(self, entry: AuditEntry) -> str:
-        return format_html("{} ({})", job_link(entry.old_job), entry.old_job.idempotency_key)
+        return format_html("{} ({})", job_link(entry.old_job), clipped(entry.old_job.idempotency_key))
 
     @admin.display(description="new job", ordering="new_job__operation_version")
     def new_version(self, entry: AuditEntry) -> str:
-        return format_html("{} ({})", job_link(entry.new_job), entry.new_job.idempotency_key)
+        return format_html("{} ({})", job_link(entry.new_job), clipped(entry.new_job.idempotency_key))
 
     @admin.display(description="timeline")
     def timeline(self, entry: AuditEntry) -> str:
@@ -233,7 +244,7 @@ class ReprocessRefusalAdmin(PipelineRowAdmin):
     @admin.display(description="dead letter")
     def dead_letter_job(self, refusal: ReprocessRefusal) -> str:
         url = reverse("admin:pipeline_deadletter_change", args=[refusal.dead_letter_id])
-        return format_html('<a href="{}">{}</a>', url, refusal.dead_letter.job.idempotency_key)
+        return format_html('<a href="{}">{}</a>', url, clipped(refusal.dead_letter.job.idempotency_key))
 
     @admin.display(description="retry after", ordering="retry_after_seconds")
     def retry_after(self, refusal: ReprocessRefusal) -> str:

@@ -17,32 +17,48 @@ from django.utils.safestring import mark_safe
 
 from pipeline.models import Attempt, Job, OutboxEvent, Result, Review, ReviewStatus
 from pipeline.reviews import decide_review, with_wait
-from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, format_duration, job_link
-from tenancy.admin_base import timeline_link
+from pipeline.states import JobStatus
+from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped_column, counted
+from tenancy.admin_base import format_duration, job_link, timeline_link
 from tenancy.services import scope
 
 JOB_FIELDS = (
     "idempotency_key", "tenant", "document_id", "operation_version", "status", "attempt", "max_attempts",
     "created_at", "visible_at", "leased_at", "lease_until", "deadline_at", "lease_owner", "fence",
-    "last_error_code", "finished_at", "reprocessed_from", "payload_hash", "timeline", "spend",
+    "last_error", "finished_at", "reprocessed_from", "payload_hash", "timeline", "spend",
+)
+SEARCH_HELP = (
+    "An exact idempotency key (tenant:document:vN), the start of a document id, or tenant:start of a document id."
 )
 
 
 @admin.register(Job)
 class JobAdmin(PipelineRowAdmin):
     list_display = [
-        "idempotency_key", "tenant", "document_id", "version", "status", "attempts", "age", "lease_owner",
-        "lease_until", "timeline",
+        "key", "tenant", "document", "version", "status", "attempts", "age", "lease_owner", "lease_until", "timeline",
     ]
     list_filter = [TenantFilter, "status", AgeFilter]
-    search_fields = ["=idempotency_key", "=document_id"]
-    search_help_text = "An exact idempotency key (tenant:document:vN), document id, or tenant:document."
-    exact_search_fields = ["idempotency_key", "document_id"]
+    search_fields = ["=idempotency_key", "document_id"]
+    search_help_text = SEARCH_HELP
+    exact_search_fields = ["idempotency_key"]
     document_field = "document_id"
     ordering = ["-id"]
     actions = None
     fields = JOB_FIELDS
     readonly_fields = JOB_FIELDS
+
+    key = clipped_column("idempotency_key", "idempotency key")
+
+    document = clipped_column("document_id", "document id")
+
+    @admin.display(description="last error")
+    def last_error(self, job: Job) -> str:
+        """The last failed attempt's code; on a succeeded job, the failure it recovered from."""
+        if not job.last_error_code:
+            return "-"
+        if job.status == JobStatus.SUCCEEDED:
+            return f"none (recovered from {job.last_error_code} on an earlier attempt)"
+        return job.last_error_code
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         return super().get_queryset(request).defer("payload")
@@ -91,7 +107,7 @@ def attempt_spend_table(attempts: QuerySet[Attempt]) -> str:
 class ResultAdmin(PipelineRowAdmin):
     """Results are shown by key, fence and time; their extracted data is document content and is not."""
 
-    list_display = ["idempotency_key", "tenant", "version", "fence", "created_at", "timeline"]
+    list_display = ["key", "tenant", "version", "fence", "created_at", "timeline"]
     list_filter = [TenantFilter, AgeFilter]
     list_select_related = ["job"]
     search_fields = ["=idempotency_key"]
@@ -102,6 +118,8 @@ class ResultAdmin(PipelineRowAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Result]:
         return super().get_queryset(request).defer("data", "job__payload")
+
+    key = clipped_column("idempotency_key", "idempotency key")
 
     @admin.display(description="version")
     def version(self, result: Result) -> str:
@@ -129,7 +147,7 @@ class PublishedFilter(admin.SimpleListFilter):
 
 @admin.register(OutboxEvent)
 class OutboxEventAdmin(PipelineRowAdmin):
-    list_display = ["idempotency_key", "tenant", "topic", "created_at", "published_at", "publish_attempts", "age"]
+    list_display = ["key", "tenant", "topic", "created_at", "published_at", "publish_attempts", "age"]
     list_filter = [PublishedFilter, TenantFilter]
     search_fields = ["=idempotency_key"]
     exact_search_fields = ["idempotency_key"]
@@ -142,6 +160,8 @@ class OutboxEventAdmin(PipelineRowAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[OutboxEvent]:
         return super().get_queryset(request).defer("payload")
+
+    key = clipped_column("idempotency_key", "idempotency key")
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         oldest = (
@@ -159,13 +179,14 @@ class OutboxEventAdmin(PipelineRowAdmin):
 @admin.register(Review)
 class ReviewAdmin(PipelineRowAdmin):
     list_display = [
-        "idempotency_key", "tenant", "document_id", "version", "status", "created_at", "decided_at", "decided_by",
+        "key", "tenant", "document", "version", "status", "created_at", "decided_at", "decided_by",
         "wait", "timeline",
     ]
     list_filter = [TenantFilter, "status", AgeFilter]
     list_select_related = ["job", "decided_by"]
-    search_fields = ["=idempotency_key", "=document_id"]
-    exact_search_fields = ["idempotency_key", "document_id"]
+    search_fields = ["=idempotency_key", "document_id"]
+    search_help_text = SEARCH_HELP
+    exact_search_fields = ["idempotency_key"]
     document_field = "document_id"
     ordering = ["-id"]
     actions = ["approve", "reject"]
@@ -176,6 +197,10 @@ class ReviewAdmin(PipelineRowAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Review]:
         return with_wait(super().get_queryset(request).defer("job__payload"))
+
+    key = clipped_column("idempotency_key", "idempotency key")
+
+    document = clipped_column("document_id", "document id")
 
     def has_decide_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("pipeline.decide_review")
@@ -200,11 +225,15 @@ class ReviewAdmin(PipelineRowAdmin):
             return confirmed
         chosen = list(queryset.values_list("pk", flat=True))
         decided = sum(decide_review(pk, decision, request.user) for pk in chosen)
-        total = len(chosen)
-        self.message_user(request, f"{decision.label}: {decided} review(s).", messages.SUCCESS)
-        if total > decided:
-            self.message_user(request, f"{total - decided} review(s) were already decided and kept their decision.",
-                              messages.WARNING)
+        kept = len(chosen) - decided
+        if decided:
+            self.message_user(request, f"{decision.label} {counted(decided, 'review')}.", messages.SUCCESS)
+        if kept:
+            self.message_user(request, (
+                f"{'Nothing was done: ' if not decided else ''}{counted(kept, 'review')} "
+                f"{'was' if kept == 1 else 'were'} already decided and kept {'its' if kept == 1 else 'their'} "
+                "decision."
+            ), messages.WARNING if decided else messages.ERROR)
         return None
 
     @admin.display(description="version")

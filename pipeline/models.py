@@ -91,8 +91,11 @@ class Job(models.Model):
                 fields=["visible_at", "id"], condition=Q(status__in=LIVE_STATUSES), name="job_claimable"
             ),
             models.Index(fields=["tenant", "status", "created_at"], name="job_tenant_status"),
-            models.Index(fields=["tenant", "document_id"], name="job_tenant_document"),
-            models.Index(fields=["document_id"], name="job_document"),  # a superuser's search
+            # Search by a document id or its start: an operator's (within tenants) and a superuser's.
+            # varchar_pattern_ops makes the btree serve LIKE 'prefix%' whatever the collation.
+            models.Index(fields=["tenant", "document_id"], name="job_tenant_document_prefix",
+                         opclasses=["varchar_pattern_ops", "varchar_pattern_ops"]),
+            models.Index(fields=["document_id"], name="job_document_prefix", opclasses=["varchar_pattern_ops"]),
         ]
 
     def __str__(self) -> str:
@@ -216,7 +219,12 @@ class Review(models.Model):
                 name="review_decided_iff_decided_at",
             ),
         ]
-        indexes = [models.Index(fields=["tenant", "status", "created_at"], name="review_tenant_status")]
+        indexes = [
+            models.Index(fields=["tenant", "status", "created_at"], name="review_tenant_status"),
+            models.Index(fields=["tenant", "document_id"], name="review_tenant_document_prefix",
+                         opclasses=["varchar_pattern_ops", "varchar_pattern_ops"]),
+            models.Index(fields=["document_id"], name="review_document_prefix", opclasses=["varchar_pattern_ops"]),
+        ]
 
     def __str__(self) -> str:
         return self.idempotency_key
@@ -247,6 +255,7 @@ class DrainPresence(models.Model):
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField()
     progress_at = models.DateTimeField(null=True, blank=True)  # last job run or event published
+    gone_at = models.DateTimeField(null=True, blank=True)  # the drain ended because its worker stopped
 
     class Meta:
         verbose_name_plural = "drain presences"

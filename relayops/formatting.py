@@ -1,4 +1,4 @@
-"""How durations and ages read on every page and in every command."""
+"""How durations, ages and counts read on every page and in every command."""
 
 from __future__ import annotations
 
@@ -16,3 +16,8 @@ def format_duration(delta: dt.timedelta) -> str:
     if seconds < 86400:
         return f"{hours} h {minutes % 60} min" if minutes % 60 else f"{hours} h"
     return f"{days} d {hours % 24} h" if hours % 24 else f"{days} d"
+
+
+def counted(n: int, singular: str, plural: str = "") -> str:
+    """``1 review``, ``2 reviews``: a number with its noun in the right number."""
+    return f"{n} {singular if n == 1 else plural or singular + 's'}"

@@ -1,20 +1,31 @@
-"""RelayOps settings, read from the environment (django-environ).
+"""RelayOps settings, read from the environment (django-environ) and, for a local run, from ``.env``.
 
 With no ``DATABASE_URL`` RelayOps runs on an embedded SQLite file (WAL, immediate transactions) so a
-newcomer needs no server; production and the test suite run on PostgreSQL.
+newcomer needs no server; production and the test suite run on PostgreSQL. ``./run`` writes a
+git-ignored ``.env`` with a generated ``SECRET_KEY`` on first use; variables set in the environment
+win over it. Production sets its variables in the environment, has no ``.env``, and does not start
+without a strong ``SECRET_KEY`` (relayops.security). Deployment behind TLS: docs/operations.md.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import socket
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from relayops import security
+
 BASE_DIR = Path(__file__).resolve().parent.parent
+ENV_FILE = Path(os.environ.get("RELAYOPS_ENV_FILE") or BASE_DIR / ".env")
 env = environ.Env()
+if ENV_FILE.is_file():
+    environ.Env.read_env(ENV_FILE)  # never overrides a variable already set
 
 
 def _optional(name: str, kind: type[int] | type[Decimal], default: str = "") -> int | Decimal | None:
@@ -32,13 +43,41 @@ def _optional(name: str, kind: type[int] | type[Decimal], default: str = "") -> 
 
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("Set SECRET_KEY (or DEBUG=1 for a local run).")
-    SECRET_KEY = "relayops-insecure-local-only"
+SECRET_KEY = security.secret_key(env.str("SECRET_KEY", default=""), debug=DEBUG)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# --- Behind TLS (docs/operations.md, "Deploying behind TLS") --------------------------------------
+# HTTPS=1: the admin is served over HTTPS by a proxy that terminates TLS and says so in
+# X-Forwarded-Proto. Each setting below can still be set on its own.
+HTTPS = env.bool("HTTPS", default=False)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=HTTPS)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=HTTPS)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=HTTPS)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=HTTPS)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+_PROXY_SSL_HEADER = env.str("SECURE_PROXY_SSL_HEADER", default="HTTP_X_FORWARDED_PROTO" if HTTPS else "")
+SECURE_PROXY_SSL_HEADER = (_PROXY_SSL_HEADER, "https") if _PROXY_SSL_HEADER else None
+SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)  # an operator signs in once a working day
+# The number of proxies in front that append to X-Forwarded-For (the login lockout counts per address).
+RELAYOPS_TRUSTED_PROXIES = env.int("RELAYOPS_TRUSTED_PROXIES", default=0)
+
+# The admin, the dashboard and the review pages load scripts, styles, images and fonts from this
+# site only, and nothing inline (django-csp; the browser tests fail on any violation).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [NONE],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+        "base-uri": [NONE],
+    },
+}
 
 # Our apps in their layers: each may import those listed before it, never one after it.
 INSTALLED_APPS = [
@@ -50,6 +89,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_q",
     "ninja",  # serves the API docs' JavaScript from our static files, not a CDN
+    "axes",
+    "csp",
     "tenancy",
     "pipeline",
     "dlq",
@@ -61,12 +102,15 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "ingest.middleware.ProblemDetailsMiddleware",  # first: every /api/ answer is problem+json, whoever made it
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it turns a lockout into the lockout page
 ]
 
 ROOT_URLCONF = "relayops.urls"
@@ -110,15 +154,41 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# --- Sign-in throttling (django-axes) ------------------------------------------------------------
+# After LOGIN_FAILURE_LIMIT failed sign-ins for one username, or from one address, that username (or
+# address) is refused for LOGIN_LOCKOUT_MINUTES; a superuser can unlock sooner in the admin (Axes ›
+# Access attempts: delete the row). Every failure is logged with the username and address, never
+# the password.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("RELAYOPS_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env.float("RELAYOPS_LOGIN_LOCKOUT_MINUTES", default=15.0))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: per user and per address
+AXES_LOCKOUT_CALLABLE = "console.signin.locked_out"
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "relayops.security.client_ip"
+AXES_SENSITIVE_PARAMETERS: list[str] = []  # log the username and address; the password is always masked
+
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["relayops.formats"]  # times to the second on every page (relayops/formats/en)
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static")))  # collectstatic fills it
+# WhiteNoise serves STATIC_ROOT (compressed copies made by collectstatic); no separate static server.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 
 # --- RelayOps -----------------------------------------------------------------------------------
 RELAYOPS = {
@@ -215,5 +285,8 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django-q": {"level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING")}},
+    "loggers": {
+        "django-q": {"level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING")},
+        "axes": {"level": "WARNING"},  # failed sign-ins (username and address, never the password) and lockouts
+    },
 }

@@ -10,7 +10,8 @@ import secrets
 import socket
 
 os.environ.setdefault("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/relayops")
-os.environ.setdefault("SECRET_KEY", "relayops-tests-only")
+os.environ.setdefault("RELAYOPS_ENV_FILE", os.devnull)  # a checkout's .env never reaches the tests
+os.environ.setdefault("SECRET_KEY", "relayops-tests-only-" + "0123456789abcdefghijklmnopqrstuvwxyz")
 
 from relayops.settings import *  # noqa: E402,F403
 
@@ -19,3 +20,6 @@ TEST_DATABASE_PREFIX = f"test_relayops_{TEST_HOST}_"
 DATABASES["default"]["TEST"] = {"NAME": f"{TEST_DATABASE_PREFIX}{os.getpid()}_{secrets.token_hex(3)}"}  # noqa: F405
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Static files straight from the apps (no collectstatic before a test run).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

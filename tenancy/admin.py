@@ -1,4 +1,7 @@
-"""Memberships and users: superusers grant tenants here or on the user page."""
+"""Memberships, users and groups: superusers grant tenants here or on the user page.
+
+Like every admin of the site, these lists accept only their declared filters, search and ordering.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,10 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import Group
 
 from relayops.errors import InvalidInputError
-from tenancy.admin_base import TenantFilter
+from tenancy.admin_base import DeclaredLookupsOnly, TenantFilter, restrict_lookups
 from tenancy.models import Membership
 from tenancy.names import validate_tenant
 
@@ -34,7 +38,7 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
     """Superusers grant tenants here or on the user page; no role has permissions on memberships."""
 
     form = MembershipForm
@@ -50,5 +54,8 @@ admin.site.unregister(User)
 
 
 @admin.register(User)
-class RelayOpsUserAdmin(UserAdmin):
+class RelayOpsUserAdmin(DeclaredLookupsOnly, UserAdmin):
     inlines = [*UserAdmin.inlines, MembershipInline]
+
+
+restrict_lookups(admin.site, Group)

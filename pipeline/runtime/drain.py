@@ -116,6 +116,8 @@ class Drain:
             self.stop.in_drain = False
             if listener is not None:
                 listener.close()
+        if report.ended in (DrainEnding.STOPPED, DrainEnding.INTERRUPTED):
+            liveness.mark_gone(self.worker_id, self.clock.now())  # the worker stops: no successor
         return report
 
     def _loop(self, report: DrainReport, listener: wakeups.Listener | None, end: float) -> DrainEnding:

@@ -1,18 +1,23 @@
 """Drain presence and node health: drains record when they last looked for work and when they last did
-some; ``relayops_health`` and ``relayops_status`` read it."""
+some, and say when they are gone because their worker stops; ``relayops_health`` and
+``relayops_status`` read it."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Max, Min
 
 from pipeline.models import DrainPresence, Job
 from pipeline.states import JobStatus
+from relayops.logging import get_logger
+
+log = get_logger(__name__)
 
 PRESENCE_RETENTION = dt.timedelta(days=1)
 
@@ -28,7 +33,7 @@ def worker_id() -> str:
 
 def record_presence(worker: str, now: dt.datetime, *, progress: bool) -> None:
     """Record that ``worker`` looked for work at ``now`` (and did some, if ``progress``)."""
-    fields = {"seen_at": now, **({"progress_at": now} if progress else {})}
+    fields = {"seen_at": now, "gone_at": None, **({"progress_at": now} if progress else {})}
     if DrainPresence.objects.filter(worker=worker).update(**fields):
         return
     try:
@@ -39,6 +44,28 @@ def record_presence(worker: str, now: dt.datetime, *, progress: bool) -> None:
             )
     except IntegrityError:  # created concurrently by the same name: a recycled pid; just update
         DrainPresence.objects.filter(worker=worker).update(**fields)
+
+
+def mark_gone(worker: str, now: dt.datetime, *, wait: bool = True) -> None:
+    """Say that ``worker`` stops (its drain ended for it, or it had none running): status and health
+    see it at once.
+
+    Runs on a fresh connection, like a lease release: the drain's own may have been interrupted
+    mid-statement. ``wait=False`` (from a signal handler) does not wait for it. A database that is
+    gone too is only logged; the presence then just ages out.
+    """
+    def run() -> None:
+        try:
+            DrainPresence.objects.filter(worker=worker).update(gone_at=now)
+        except Exception as exc:
+            log.warning("drain.gone_not_recorded", worker=worker, error_type=type(exc).__name__)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, name="drain-gone", daemon=not wait)
+    thread.start()
+    if wait:
+        thread.join()
 
 
 def prune(now: dt.datetime) -> int:
@@ -63,12 +90,15 @@ def assess(now: dt.datetime, *, node: str | None, stale_seconds: float) -> Healt
     have been due that long and none of its drains made progress meanwhile (a wedged cluster)."""
     stale = now - dt.timedelta(seconds=stale_seconds)
     drains = DrainPresence.objects.all() if node is None else DrainPresence.objects.filter(node=node)
-    last = drains.aggregate(seen=Max("seen_at"), progress=Max("progress_at"))
+    last = drains.filter(gone_at__isnull=True).aggregate(seen=Max("seen_at"), progress=Max("progress_at"))
     busy = Job.objects.filter(status=JobStatus.LEASED, lease_until__gt=now)  # a long job heartbeats
     if node is not None:
         busy = busy.filter(lease_owner__startswith=f"{node}:")
     where = f"node {node}" if node else "any node"
     if not (last["seen"] and last["seen"] >= stale) and not busy.exists():
+        gone = drains.aggregate(at=Max("gone_at"))["at"]
+        if gone is not None:
+            return Health(False, f"{where} stopped {(now - gone).total_seconds():.0f} s ago (its drains said so)")
         return Health(False, f"no drain on {where} looked for work in the last {stale_seconds:.0f} s")
     due_since = oldest_due(now)
     if due_since is not None and due_since < stale and not (last["progress"] and last["progress"] >= stale):

@@ -84,8 +84,13 @@ STATE = StopState()
 def _on_stop(signum: int, frame: FrameType | None) -> None:
     from django.conf import settings
 
+    from pipeline.clock import system_clock
+    from pipeline.runtime import liveness
+
     log.info("worker.stop_requested", pid=os.getpid(), grace_seconds=settings.RELAYOPS["SHUTDOWN_GRACE_SECONDS"])
     STATE.request_stop(settings.RELAYOPS["SHUTDOWN_GRACE_SECONDS"])
+    if not STATE.in_drain:  # between two drains: none will end to say this worker is gone
+        liveness.mark_gone(liveness.worker_id(), system_clock.now(), wait=False)
 
 
 def _on_hurry(signum: int, frame: FrameType | None) -> None:

@@ -7,12 +7,13 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.contrib.auth.password_validation import validate_password
 from django.core.management import CommandError, call_command
 
 from pipeline.errors import InvalidInputError
 from tenancy.models import Membership
 from tenancy.roles import ROLES
-from tenancy.services import Role, create_member, tenants_of
+from tenancy.services import Role, create_member, generate_password, tenants_of
 
 pytestmark = pytest.mark.django_db
 
@@ -80,14 +81,76 @@ def test_a_weak_password_is_refused():
     assert not get_user_model().objects.filter(username="carol").exists()
 
 
-def test_running_it_again_brings_the_user_to_the_new_role_and_tenants():
+def state(username: str) -> tuple[list[str], set[str]]:
+    user = get_user_model().objects.get(username=username)
+    return [g.name for g in user.groups.all()], set(Membership.objects.filter(user=user).values_list("tenant", flat=True))
+
+
+def test_running_it_again_with_fewer_tenants_is_refused_and_drops_nothing():
+    run("alice", tenant=["acme", "initech"], auditor=True, password="first-password")
+    with pytest.raises(CommandError, match=r"alice already exists \(auditor of acme, initech\)\. Nothing was "
+                                           r"changed\. To change an existing user, use --add-tenant"):
+        run("alice", tenant=["acme"])
+    assert state("alice") == (["Auditors"], {"acme", "initech"})
+    assert get_user_model().objects.get(username="alice").check_password("first-password")
+
+
+def test_running_it_again_with_another_role_is_refused():
+    run("alice", tenant=["acme"], password="first-password")
+    with pytest.raises(CommandError, match="already exists"):
+        run("alice", tenant=["acme"], auditor=True)
+    assert state("alice") == (["Operators"], {"acme"})
+
+
+def test_running_it_again_with_the_same_role_and_tenants_changes_only_a_given_password():
     run("dave", tenant=["acme", "globex"], password="first-password")
-    out = run("dave", tenant=["initech"], auditor=True)
-    user = get_user_model().objects.get(username="dave")
-    assert "Updated auditor dave for tenants: initech" in out and "Password unchanged." in out
-    assert user.check_password("first-password")
-    assert [g.name for g in user.groups.all()] == ["Auditors"]
-    assert set(Membership.objects.filter(user=user).values_list("tenant", flat=True)) == {"initech"}
+    assert "Unchanged: operator dave for tenants: acme, globex" in run("dave", tenant=["globex", "acme"])
+    out = run("dave", tenant=["acme", "globex"], password="second-password")
+    assert "Updated operator dave: password changed. Tenants now: acme, globex" in out
+    assert get_user_model().objects.get(username="dave").check_password("second-password")
+    assert state("dave") == (["Operators"], {"acme", "globex"})
+
+
+def test_tenants_and_role_change_through_explicit_flags_which_print_what_changed():
+    run("alice", tenant=["acme", "initech"], auditor=True, password="first-password")
+    out = run("alice", add_tenant=["globex"], remove_tenant=["initech"], role="operator")
+    assert ("Updated operator alice: added tenant globex; removed tenant initech; role auditor -> operator. "
+            "Tenants now: acme, globex") in out
+    assert state("alice") == (["Operators"], {"acme", "globex"})
+    assert "Unchanged: operator alice for tenants: acme, globex" in run("alice", add_tenant=["acme"], role="operator")
+    assert get_user_model().objects.get(username="alice").check_password("first-password")
+
+
+def test_a_change_never_leaves_a_user_without_a_tenant_and_writes_nothing_when_refused():
+    run("alice", tenant=["acme"], auditor=True, password="first-password")
+    with pytest.raises(CommandError, match="Cannot change alice: tenants: alice would be left without a tenant"):
+        run("alice", remove_tenant=["acme"], role="operator")
+    assert state("alice") == (["Auditors"], {"acme"})
+
+
+def test_changing_an_unknown_user_or_mixing_create_and_change_flags_is_refused():
+    with pytest.raises(CommandError, match="Cannot create zed: username: zed does not exist"):
+        run("zed", add_tenant=["acme"])
+    with pytest.raises(CommandError, match="Use one kind or the other"):
+        run("zed", tenant=["acme"], remove_tenant=["globex"])
+    assert not get_user_model().objects.filter(username="zed").exists()
+
+
+def test_a_numeric_short_common_password_is_refused_with_the_validators_messages():
+    with pytest.raises(CommandError) as refused:
+        run("carol", tenant=["acme"], password="12345678")
+    message = str(refused.value)
+    for expected in ("at least 12 characters", "too common", "entirely numeric"):
+        assert expected in message
+    with pytest.raises(CommandError, match="too similar to the username"):
+        run("carolina-smith", tenant=["acme"], password="carolina-smith1")
+    assert not get_user_model().objects.filter(username__startswith="carol").exists()
+
+
+def test_generated_passwords_pass_the_validators():
+    user = get_user_model()(username="demo-operator")
+    for _ in range(200):
+        validate_password(generate_password(user), user)
 
 
 def test_a_superuser_is_not_demoted():

@@ -155,3 +155,30 @@ def test_memberships_are_granted_by_superusers_with_valid_tenant_names(root, acm
     assert refused.status_code == 200 and "tenant_id: must match" in refused.content.decode()
     assert login(root).post(url, {"user": acme_operator.pk, "tenant": "globex"}).status_code == 302
     assert set(Membership.objects.filter(user=acme_operator).values_list("tenant", flat=True)) == {"acme", "globex"}
+
+
+def test_the_view_on_site_shortcut_answers_the_same_404_for_existing_missing_and_foreign_rows(
+    world, settings, acme_operator, globex_operator, root,
+):
+    """With DEBUG on Django's shortcut said "doesn't exist" for a missing row and "has no
+    get_absolute_url" for an existing one, another tenant's included: now one answer for all."""
+    from django.contrib.contenttypes.models import ContentType
+
+    settings.DEBUG = True  # the technical 404 page, which shows the view's message
+    targets = []
+    for label, row_id in PAGES.items():
+        app, model = label.split("_", 1)
+        content_type = ContentType.objects.get(app_label=app, model=model).pk
+        own, missing = row_id(world), 10_000_000
+        targets += [(content_type, own), (content_type, missing)]
+    targets += [(ContentType.objects.get(app_label="auth", model="user").pk, acme_operator.pk), (999_999, 1)]
+    for user in (acme_operator, globex_operator, root):
+        client = login(user)
+        answers = set()
+        for content_type, row in targets:
+            path = f"/admin/r/{content_type}/{row}/"
+            response = client.get(path)
+            assert response.status_code == 404, path
+            answers.add(response.content.decode().replace(path, "<path>").replace(f"{content_type}/{row}", "<ids>"))
+        assert len(answers) == 1, user
+

@@ -4,6 +4,9 @@ Nothing is downloaded at run time: Playwright's bundled driver launches the syst
 API runs an event loop in this thread, which makes Django refuse ORM calls here unless
 DJANGO_ALLOW_ASYNC_UNSAFE is set; it is set only while the browser runs. Rows are made through the
 services before the browser looks at them.
+
+Pages are served with the production Content-Security-Policy (django-csp): every test fails if a page
+it opened made Chromium report a violation (an inline script or style, a foreign resource).
 """
 
 from __future__ import annotations
@@ -51,13 +54,22 @@ def roles(transactional_db):
     return ensure_roles()
 
 
+def csp_violations(page) -> list[str]:
+    """The Content-Security-Policy violations Chromium reported on ``page`` so far."""
+    return page.csp_violations
+
+
 @pytest.fixture
 def page(browser, live_server):
     context = browser.new_context(base_url=live_server.url)
     context.set_default_timeout(10_000)
     page = context.new_page()
+    page.csp_violations = []
+    page.on("console", lambda message: page.csp_violations.append(f"{page.url}: {message.text}")
+            if "Content Security Policy" in message.text else None)
     yield page
     context.close()
+    assert page.csp_violations == [], "pages broke the Content-Security-Policy"
 
 
 def log_in(page, username: str) -> None:

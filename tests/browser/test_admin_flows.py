@@ -35,7 +35,7 @@ def test_an_operator_reprocesses_a_dead_letter_and_sees_version_2_and_its_audit_
     page.click("input[type=submit][value='Reprocess as new version']")
 
     success = page.locator(".messagelist .success")
-    expect(success).to_have_text("Reprocessed 1 dead letter(s) as new versions: acme:invoice-7:v2.")
+    expect(success).to_have_text("Reprocessed 1 dead letter as a new version: acme:invoice-7:v2.")
     success.get_by_role("link", name="acme:invoice-7:v2").click()
     expect(page.locator(".field-operation_version .readonly")).to_have_text("2")
     expect(page.locator(".field-status .readonly")).to_have_text("Queued")

@@ -79,6 +79,21 @@ def test_health_needs_a_live_drain_and_progress_on_due_work(clock):
     assert assess().healthy
 
 
+@pytest.mark.django_db(transaction=True)  # mark_gone writes on a connection of its own
+def test_a_node_whose_drains_are_gone_is_unhealthy_until_one_looks_for_work_again(clock):
+    now = clock.now()
+    liveness.record_presence("n1:10", now - dt.timedelta(seconds=2), progress=True)
+    liveness.record_presence("n1:11", now - dt.timedelta(seconds=2), progress=False)
+    assert liveness.assess(now, node="n1", stale_seconds=120).healthy
+    liveness.mark_gone("n1:10", now - dt.timedelta(seconds=1))
+    assert liveness.assess(now, node="n1", stale_seconds=120).healthy  # one drain of n1 still looks
+    liveness.mark_gone("n1:11", now - dt.timedelta(seconds=1))
+    health = liveness.assess(now, node="n1", stale_seconds=120)
+    assert (health.healthy, health.reason) == (False, "node n1 stopped 1 s ago (its drains said so)")
+    liveness.record_presence("n1:11", now, progress=False)  # the same worker id back: live again
+    assert liveness.assess(now, node="n1", stale_seconds=120).healthy
+
+
 def test_the_sampler_records_depth_per_tenant(clock):
     now = clock.now()
     queue.enqueue("acme", "a", 1, invoice(1), clock=clock)

@@ -1,4 +1,8 @@
-"""``relayops_status [--tenant T] [--watch [SECONDS]]``: queue depth, lag and DLQ per tenant."""
+"""``relayops_status [--tenant T] [--watch [SECONDS]]``: queue depth, lag and DLQ per tenant; drains per node.
+
+An unknown tenant is an error (exit 1). ``--watch`` redraws in place on a terminal and writes plain
+frames, one after another and free of terminal codes, into a file or a pipe.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import datetime as dt
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import status
 from pipeline.clock import system_clock
@@ -24,15 +28,24 @@ class Command(BaseCommand):
         interval: float | None = options["watch"]
         if interval is not None and interval <= 0:
             interval = 2.0
-        while True:
-            now = system_clock.now()
-            text = status.render(now, status.tenants(now, options["tenant"]),
-                                 status.nodes(now, dt.timedelta(minutes=1)))
-            if interval is None:
-                self.stdout.write(text)
-                return
-            self.stdout.write("\033[H\033[J" + text)  # clear the screen, then redraw
-            try:
+        tenant: str | None = options["tenant"]
+        if tenant is not None and not status.known_tenant(tenant):
+            raise CommandError(f"unknown tenant {tenant!r}: no job and no member has it")
+        # On a terminal each frame replaces the last; into a file or a pipe, frames follow each other.
+        redraw = "\033[H\033[J" if self.stdout.isatty() else "\n"
+        try:
+            while True:
+                text = self._frame(tenant)
+                if interval is None:
+                    self.stdout.write(text)
+                    return
+                self.stdout.write(redraw + text)
+                self.stdout.flush()
                 time.sleep(interval)
-            except KeyboardInterrupt:
-                return
+        except KeyboardInterrupt:  # Ctrl-C ends --watch, wherever it lands
+            return
+
+    @staticmethod
+    def _frame(tenant: str | None) -> str:
+        now = system_clock.now()
+        return status.render(now, status.tenants(now, tenant), status.nodes(now, dt.timedelta(minutes=1)))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from django.db import connection
 from demo import frontdoor, scenarios
 from pipeline.models import Job, OutboxEvent
 from pipeline.states import TERMINAL_STATUSES
+from tenancy.services import generate_password
 
 ROOT = Path(__file__).resolve().parents[3]  # the project: manage.py's folder
 USERS = (("demo-operator", False), ("demo-auditor", True))  # (username, auditor?)
@@ -91,7 +91,7 @@ class Command(BaseCommand):
 
     def _user(self, username: str, auditor: bool) -> tuple[str, str, str]:
         """Create or reset a demo user through tenancy's create_operator."""
-        password = secrets.token_urlsafe(12)
+        password = generate_password()
         # --password=VALUE: a generated password may start with "-", which argparse would take for an option
         args = [username, *[arg for t in scenarios.TENANTS for arg in ("--tenant", t)], f"--password={password}"]
         call_command("create_operator", *args, *(["--auditor"] if auditor else []), stdout=io.StringIO())

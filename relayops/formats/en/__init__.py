@@ -1,0 +1,1 @@
+"""English formats, overriding Django's (see relayops.formats)."""
