@@ -100,6 +100,7 @@ class Drain:
         self.stop.in_drain = True
         try:
             listener = wakeups.Listener.open(self.channels)  # before the first look: no NOTIFY slips by
+            self._record_presence(progress=False)  # present from its first second, even if a long job follows
             report.ended = self._loop(report, listener, end)
         except ShutdownInterrupt:
             report.ended = DrainEnding.INTERRUPTED
