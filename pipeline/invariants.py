@@ -21,6 +21,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from pipeline.consumer import REVIEW_CONSUMER
+from pipeline.outbox import RESULT_TOPIC
 from pipeline.reasons import DeadLetterReason, ErrorCode
 from pipeline.states import LIVE_STATUSES, TERMINAL_STATUSES
 
@@ -66,11 +67,11 @@ CHECKS = (
                         WHERE c.consumer = '{REVIEW_CONSUMER}' AND c.event_id = o.event_id)
             OR NOT EXISTS (SELECT 1 FROM pipeline_review v
                            WHERE v.event_id = o.event_id AND v.idempotency_key = o.idempotency_key))"""),
-    Check("review_only_for_success", "no review without its succeeded job and that job's event", """
+    Check("review_only_for_success", "no review without its succeeded job and that job's event", f"""
         SELECT v.id FROM pipeline_review v JOIN pipeline_job j ON j.id = v.job_id
-        WHERE {scope} AND (j.status <> 'succeeded' OR v.idempotency_key <> j.idempotency_key OR EXISTS (
-            SELECT 1 FROM pipeline_outboxevent o WHERE o.idempotency_key = v.idempotency_key
-                                                 AND o.event_id <> v.event_id))"""),
+        LEFT JOIN pipeline_outboxevent o ON o.topic = '{RESULT_TOPIC}' AND o.idempotency_key = v.idempotency_key
+        WHERE {{scope}} AND (j.status <> 'succeeded' OR v.idempotency_key <> j.idempotency_key
+                             OR o.id IS NOT NULL AND o.event_id <> v.event_id)"""),
     Check("fences_contiguous", "fences run from 1 to the job's fence, one attempt row each", """
         SELECT j.id FROM pipeline_job j LEFT JOIN (
             SELECT a.job_id, COUNT(*) AS n, MIN(a.fence) AS lo, MAX(a.fence) AS hi
