@@ -81,6 +81,15 @@ class Run:
     faults: collections.Counter = field(default_factory=collections.Counter)
     recoveries: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
     skipped: list[str] = field(default_factory=list)
+    restarts: int = 0  # nodes that exited on their own (started while the database was away) and were restarted
+
+
+def supervise(run: Run) -> None:
+    """What systemd's Restart=always does: a node that exited on its own is started again."""
+    for node in run.nodes:
+        if node.proc is not None and node.proc.poll() is not None:
+            node.start()
+            run.restarts += 1
 
 
 def enqueue_some(run: Run, count: int) -> None:
@@ -164,6 +173,7 @@ def fault_phase(run: Run) -> None:
     end = time.monotonic() + run.args.seconds
     per_tick = max(run.args.jobs // max(int(run.args.seconds / 2), 1), 1)
     while time.monotonic() < end:
+        supervise(run)
         if len(run.jobs) < run.args.jobs:
             enqueue_some(run, min(per_tick, run.args.jobs - len(run.jobs)))
         fault = run.rng.choice(FAULTS)
@@ -190,9 +200,10 @@ def drained() -> bool:
     return not Job.objects.live().exists() and not OutboxEvent.objects.unpublished().exists()
 
 
-def wait_drained(timeout: float) -> float | None:
+def wait_drained(run: Run, timeout: float) -> float | None:
     began = time.monotonic()
     while time.monotonic() - began < timeout:
+        supervise(run)
         if drained():
             return time.monotonic() - began
         time.sleep(0.2)
@@ -221,6 +232,8 @@ def verdict_rows(run: Run, drain_seconds: float | None) -> tuple[list[tuple[str,
     rows = [
         ("faults injected", ", ".join(f"{k} {v}" for k, v in sorted(run.faults.items())) or "none"),
         ("workers lost (crash points + kills)", f"{crash_kills} respawned by sentinels"),
+        ("nodes restarted by the supervisor", f"{run.restarts} (a node started while the database is away "
+                                              "exits 1 at once)"),
         ("skipped", "; ".join(run.skipped) or "nothing"),
         ("jobs", f"{len(run.jobs)} ({', '.join(f'{k} {v}' for k, v in sorted(collections.Counter(run.jobs.values()).items()))})"),
         ("time to drain after the faults", "DID NOT DRAIN" if drain_seconds is None else f"{drain_seconds:.1f} s"),
@@ -271,8 +284,8 @@ def main() -> int:
     logs.mkdir(exist_ok=True)
     env = {**os.environ, "DATABASE_URL": via_proxy, "DEBUG": "1", "RELAYOPS_CRASH_POINTS": CRASH_POINTS,
            "RELAYOPS_Q_WORKERS": str(args.workers), "RELAYOPS_LEASE_SECONDS": "3", "RELAYOPS_DRAIN_SECONDS": "5",
-           "RELAYOPS_OUTBOX_CLAIM_SECONDS": "3", "RELAYOPS_SHUTDOWN_GRACE_SECONDS": "10", "LOG_LEVEL": "WARNING",
-           "DJANGO_Q_LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "relayops.settings"}
+           "RELAYOPS_OUTBOX_CLAIM_SECONDS": "3", "RELAYOPS_SHUTDOWN_GRACE_SECONDS": "10", "LOG_LEVEL": "INFO",
+           "DJANGO_Q_LOG_LEVEL": "INFO", "DJANGO_SETTINGS_MODULE": "relayops.settings"}
     nodes = [Node(f"chaos-{n}", {**env, "RELAYOPS_NODE_NAME": f"chaos-{n}"}, logs / f"chaos-{n}.log")
              for n in range(args.nodes)]
     run = Run(args, random.Random(seed), nodes, proxy)
@@ -283,10 +296,11 @@ def main() -> int:
         for node in nodes:
             node.start()
         fault_phase(run)
-        drain_seconds = wait_drained(args.drain_timeout)
+        drain_seconds = wait_drained(run, args.drain_timeout)
         stopped = [node.stop() for node in nodes]
         rows, ok = verdict_rows(run, drain_seconds)
-        rows.insert(5, ("graceful stop at the end", ", ".join(f"exit {code}" for code in stopped)))
+        rows.insert(5, ("graceful stop at the end (SIGTERM)", ", ".join(f"exit {code}" for code in stopped)))
+        ok = ok and all(code == 0 for code in stopped)
     finally:
         for node in nodes:
             node.kill()

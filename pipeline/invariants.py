@@ -89,7 +89,7 @@ CHECKS = (
 
 # At most one result, event and review per key, and one consumption per event, hold by construction:
 # these unique indexes refuse a second row. The checker proves they are in place.
-UNIQUE_INDEXES = {
+UNIQUE_INDEXES: dict[str, set[tuple[str, ...]]] = {
     "pipeline_result": {("idempotency_key",), ("job_id",)},
     "pipeline_outboxevent": {("topic", "idempotency_key"), ("event_id",)},
     "pipeline_review": {("idempotency_key",), ("event_id",)},
@@ -107,7 +107,8 @@ class Finding:
 
 
 def _scope(tenant: str | None, since: dt.datetime | None) -> tuple[str, dict[str, Any]]:
-    clauses, params = ["1 = 1"], {}
+    clauses: list[str] = ["1 = 1"]
+    params: dict[str, Any] = {}
     if tenant is not None:
         clauses.append("j.tenant = %(tenant)s")
         params["tenant"] = tenant

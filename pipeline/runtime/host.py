@@ -98,7 +98,7 @@ def _rss_mb() -> float:
 
 def django_q_timer() -> Any:
     """This worker's django-q2 timer (the third argument django-q2 spawned the worker with), or None."""
-    args = getattr(current_process(), "_args", ())
+    args: tuple[Any, ...] = tuple(getattr(current_process(), "_args", ()))
     return args[2] if len(args) > 2 and hasattr(args[2], "value") else None
 
 
