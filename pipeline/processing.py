@@ -13,7 +13,7 @@ from typing import Any, Callable
 from pipeline import queue, reconnect
 from pipeline.clock import Clock, system_clock
 from pipeline.crash import NO_CRASH, CrashInjector
-from pipeline.errors import LeaseLostError, StaleLeaseError
+from pipeline.errors import CommitUnsettled, LeaseLostError, StaleLeaseError
 from pipeline.extraction.document import Document, Extractor
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.extraction.validation import validate_invoice
@@ -83,14 +83,6 @@ def process_once(
     crash("after_commit_before_ack")
     log.info("job.committed", job_id=lease.job_id, fence=lease.fence, deduped=outcome.deduped)
     return WorkOutcome(Outcome.DEDUPED if outcome.deduped else Outcome.COMMITTED, lease.job_id, lease.fence)
-
-
-class CommitUnsettled(Exception):
-    """The commit met a connection fault and the database stayed away longer than the retry budget."""
-
-    def __init__(self, fault: Exception) -> None:
-        self.fault = fault
-        super().__init__(type(fault).__name__)
 
 
 def _extract(lease: queue.Lease, extractor: Extractor, validator: Callable[[dict[str, Any]], dict[str, Any]],

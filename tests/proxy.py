@@ -50,7 +50,11 @@ class Proxy:
     def start(self) -> None:
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        try:
+            listener.bind(("127.0.0.1", self.port))
+        except OSError:
+            listener.close()
+            raise
         listener.listen(64)
         self._listener = listener
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
@@ -58,6 +62,10 @@ class Proxy:
     def stop(self) -> None:
         """Refuse new connections and drop every live one."""
         if self._listener is not None:
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread: closing alone does not
+            except OSError:
+                pass
             self._listener.close()
             self._listener = None
         with self._lock:

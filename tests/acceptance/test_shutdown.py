@@ -84,8 +84,8 @@ def test_a_sigterm_to_the_whole_process_group_does_not_hang(start_cluster):
     assert cluster.proc.wait(15) == 0
     assert "cluster.workers_killed_by_group_signal" in cluster.log()
 
-    replacement = start_cluster()  # the killed worker's lease expires; the job runs again, once
     Job.objects.filter(pk=job.pk).update(payload=invoice(5))  # test shortcut: make the rerun quick
+    replacement = start_cluster()  # the killed worker's lease expires; the job runs again, once
     wait_for(lambda: Job.objects.filter(pk=job.pk, status="succeeded").exists(), timeout=20, what="the rerun")
     assert replacement.stop() == 0
     assert effects(job.idempotency_key)[:2] == (1, 1)
