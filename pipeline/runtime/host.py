@@ -7,7 +7,9 @@ calls ``run_worker``, which keeps a drain parked for the process's whole life, h
 fresh drain every ``DRAIN_SECONDS``. Between two drains the worker:
 
 - backs off briefly after a failed drain (the database is away): at most ``MAX_BACKOFF_SECONDS``, so
-  a node takes jobs again within about a second of the database coming back;
+  a node takes jobs again within about a second of the database coming back; then, first thing,
+  gives back uncounted (``database_error``) any lease the failed drain left behind, rather than let
+  it expire and count against the job's budget of lease expiries;
 - sweeps if the fleet's once-a-minute turn is free (pipeline.maintenance.sweeper.run_if_due);
 - exits to be recycled by the sentinel when its memory grew past ``WORKER_MAX_RSS_MB``, and exits when
   its sentinel is gone (it would otherwise drain unsupervised forever);
@@ -28,9 +30,12 @@ from typing import Any, Callable
 from django.conf import settings
 from django.utils import timezone
 
+from pipeline import queue
+from pipeline.errors import StaleLeaseError
 from pipeline.maintenance.sweeper import run_if_due
+from pipeline.reasons import ErrorCode
 from pipeline.reconnect import drop_connection
-from pipeline.runtime import tasks
+from pipeline.runtime import liveness, tasks
 from pipeline.runtime.shutdown import STATE, StopState
 from relayops.logging import get_logger
 
@@ -61,6 +66,8 @@ def run_worker(
             return WorkerEnd.ORPHANED
         _arm(timer)
         try:
+            if failures:
+                release_after_fault()
             drain()
             failures = 0
         except Exception as exc:
@@ -76,6 +83,21 @@ def run_worker(
                 timer.value = RECYCLED
             return WorkerEnd.RECYCLED
     return WorkerEnd.STOPPED
+
+
+def release_after_fault() -> int:
+    """Give back, without counting an attempt, the leases this worker still holds: a drain that failed
+    on the database left them (no job of this process runs between two drains). Returns how many."""
+    released = 0
+    for lease in queue.leases_held_by(liveness.worker_id()):
+        try:
+            queue.release(lease, code=ErrorCode.DATABASE_ERROR)
+        except StaleLeaseError:
+            continue
+        released += 1
+    if released:
+        log.warning("worker.leases_released_after_fault", jobs=released)
+    return released
 
 
 def _sweep(sweep: Callable[[], Any]) -> None:

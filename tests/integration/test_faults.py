@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 
 from pipeline import queue
 from pipeline.clock import FrozenClock
@@ -23,7 +23,10 @@ from pipeline.extraction.rules import invoice_extractor
 from pipeline.maintenance.rescuer import LeaseRescuer
 from pipeline.models import Attempt, DeadLetter, Job
 from pipeline.relay import publish_pending
+from pipeline.runtime import liveness
 from pipeline.runtime.heartbeat import Heartbeat
+from pipeline.runtime.host import WorkerEnd, run_worker
+from pipeline.runtime.shutdown import StopState
 from pipeline.worker import process_once
 from tests.conftest import invoice
 from tests.integration.conftest import one_of_each
@@ -174,3 +177,20 @@ def test_a_document_that_kills_every_worker_is_dead_lettered_once_its_expiry_bud
     assert (job.status, job.attempt, job.lease_expiries) == ("dead_lettered", 1, 2)
     dead = DeadLetter.objects.get(job=job)
     assert (dead.reason_code, dead.error_code) == ("lease_expiries_exceeded", "lease_expired")
+
+
+def test_a_lease_left_by_a_drain_that_failed_on_the_database_is_given_back_uncounted():
+    job, _ = queue.enqueue("acme", "doc-0", 1, invoice(0))
+    stop, calls = StopState(), []
+
+    def drain() -> None:
+        calls.append(len(calls))
+        if len(calls) == 1:  # mid-job when the database failed beyond the worker's retries
+            assert queue.lease_next(liveness.worker_id(), lease_seconds=30) is not None
+            raise OperationalError("server closed the connection unexpectedly")
+        stop.requested.set()
+
+    assert run_worker(drain=drain, sweep=lambda: None, stop=stop) == WorkerEnd.STOPPED
+    job.refresh_from_db()
+    assert (job.status, job.attempt, job.lease_expiries, job.fence) == ("queued", 0, 0, 1)
+    assert attempt_codes(job.pk) == [(1, 1, "database_error")]  # released at once, not left to expire

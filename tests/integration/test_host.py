@@ -6,8 +6,12 @@ from __future__ import annotations
 import time
 from multiprocessing import Value
 
+import pytest
+
 from pipeline.runtime.host import MAX_BACKOFF_SECONDS, RECYCLED, WorkerEnd, run_worker
 from pipeline.runtime.shutdown import StopState
+
+pytestmark = pytest.mark.django_db(transaction=True)  # a failed drain is followed by a look for its leases
 
 
 def test_failed_drains_are_retried_with_a_backoff_capped_at_a_second(settings):
