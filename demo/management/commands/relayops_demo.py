@@ -61,7 +61,7 @@ class Command(BaseCommand):
     def _user(self, username: str, auditor: bool) -> tuple[str, str, str]:
         """Create or reset a demo user through tenancy's create_operator."""
         password = secrets.token_urlsafe(12)
-        args = [username, *[arg for t in scenarios.TENANTS for arg in ("--tenant", t)], "--password", password]
+        args = [username, *[arg for t in scenarios.TENANTS for arg in ("--tenant", t)], f"--password={password}"]
         call_command("create_operator", *args, *(["--auditor"] if auditor else []), stdout=io.StringIO())
         return ("auditor" if auditor else "operator", username, password)
 
