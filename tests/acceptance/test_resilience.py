@@ -24,7 +24,6 @@ from pipeline.models import DrainPresence, Job
 from pipeline.runtime import liveness
 from tests.acceptance.conftest import ROOT, Cluster, cluster_env, effects
 from tests.conftest import invoice
-from tests.proxy import Proxy
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.django_db(transaction=True)]
@@ -133,15 +132,6 @@ def test_one_sigkilled_process_never_leaves_the_node_unable_to_take_jobs(start_c
     began = time.monotonic()
     assert cluster.stop(timeout=30) == 0  # and a graceful stop still finishes
     assert time.monotonic() - began < 15
-
-
-@pytest.fixture
-def proxy():
-    db = connection.settings_dict
-    forwarder = Proxy(db["HOST"] or "127.0.0.1", int(db["PORT"] or 5432))
-    forwarder.start()
-    yield forwarder
-    forwarder.stop()
 
 
 def test_every_node_takes_jobs_again_within_seconds_of_the_database_coming_back(start_cluster, proxy):

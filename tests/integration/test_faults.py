@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError
 
 from pipeline import queue
 from pipeline.clock import FrozenClock
@@ -33,7 +33,6 @@ from tests.integration.conftest import one_of_each
 from tests.integration.test_processes import (  # noqa: F401 (fixtures)
     DEADLINE_SECONDS, T0, children, enqueue_jobs, fetch, gate, hold_outbox_insert, poll, waiting_on,
 )
-from tests.proxy import Proxy
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -49,15 +48,6 @@ def other_backends() -> list[int]:
 
 def attempt_codes(job_id: int) -> list[tuple[int, int, str]]:
     return list(Attempt.objects.filter(job_id=job_id).order_by("fence").values_list("fence", "attempt", "error_code"))
-
-
-@pytest.fixture
-def proxy():
-    db = connection.settings_dict
-    forwarder = Proxy(db["HOST"] or "127.0.0.1", int(db["PORT"] or 5432))
-    forwarder.start()
-    yield forwarder
-    forwarder.stop()
 
 
 # -- 1. a connection fault in the commit is never charged to the job --------------------------------
