@@ -112,6 +112,8 @@ class Job(models.Model):
             models.Index(
                 fields=["visible_at", "id"], condition=Q(status__in=LIVE_STATUSES), name="job_claimable"
             ),
+            # Leases by expiry, for the few leased rows: when the next one runs out, which ran out.
+            models.Index(fields=["lease_until"], condition=Q(status=JobStatus.LEASED), name="job_leased_until"),
             models.Index(fields=["tenant", "status", "created_at"], name="job_tenant_status"),
             models.Index(fields=["tenant", "document_id"], name="job_tenant_document"),
             models.Index(fields=["document_id"], name="job_document"),  # a superuser's search

@@ -26,11 +26,12 @@ from pipeline import relay
 from pipeline.clock import Clock, system_clock
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.errors import InvalidInputError, ShutdownInterrupt
-from pipeline.models import CLAIMABLE_FROM, Job, OutboxEvent
+from pipeline.models import Job, OutboxEvent
 from pipeline.processing import Outcome, WorkOutcome, process_once
 from pipeline.reconnect import drop_connection
 from pipeline.runtime import liveness, wakeups
 from pipeline.runtime.shutdown import STATE, StopState, release_held
+from pipeline.states import JobStatus
 from relayops.logging import get_logger
 from relayops.validation import check_number
 
@@ -169,7 +170,9 @@ class Drain:
         claim expires; the poll interval when nothing is scheduled."""
         moments: list[dt.datetime | None] = []
         if self.jobs:
-            moments.append(Job.objects.waiting().aggregate(at=Min(CLAIMABLE_FROM))["at"])
+            waiting = Job.objects.waiting()  # each side served by its own index, stopping at its first row
+            moments.append(waiting.filter(status=JobStatus.QUEUED).aggregate(at=Min("visible_at"))["at"])
+            moments.append(waiting.filter(status=JobStatus.LEASED).aggregate(at=Min("lease_until"))["at"])
         if self.outbox:
             moments.append(OutboxEvent.objects.unpublished().aggregate(at=Min("claimed_until"))["at"])
         due = [(m - now).total_seconds() for m in moments if m is not None]
