@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Max, Min, Q
 
 from pipeline.clock import seconds_since
-from pipeline.models import DeadLetter, DrainPresence, Job, OutboxEvent
+from pipeline.models import CLAIMABLE_FROM, DeadLetter, DrainPresence, Job, OutboxEvent
 from pipeline.states import JobStatus
 from tenancy.models import Membership
 
@@ -40,7 +40,7 @@ def tenants(now: dt.datetime, only: str | None = None) -> list[TenantStatus]:
     jobs = Job.objects.filter(tenant=only) if only else Job.objects.all()
     for counted in jobs.values("tenant", "status").annotate(n=Count("pk")):
         rows[counted["tenant"]].jobs[counted["status"]] = counted["n"]
-    for oldest in jobs.claimable(now).values("tenant").annotate(at=Min("visible_at")):
+    for oldest in jobs.claimable(now).values("tenant").annotate(at=Min(CLAIMABLE_FROM)):
         rows[oldest["tenant"]].oldest_due_seconds = seconds_since(now, oldest["at"])
     events = OutboxEvent.objects.unpublished().filter(**({"tenant": only} if only else {}))
     for pending in events.values("tenant").annotate(n=Count("pk"), at=Min("created_at")):

@@ -12,6 +12,7 @@ __all__ = [
     "RelayOpsError", "InvalidInputError", "IdempotencyConflictError", "StaleLeaseError", "LeaseLostError",
     "NotReprocessableError", "ReprocessRateLimitedError", "JobFailure", "TransientError", "PermanentError",
     "ValidationFailed", "BudgetExhaustedError", "JobCancelledError", "CrashSimulated", "ShutdownInterrupt",
+    "CommitUnsettled",
 ]
 
 
@@ -111,6 +112,15 @@ class JobCancelledError(JobFailure):
 
     def __init__(self, code: ErrorCode = ErrorCode.CANCELLED, message: str | None = None) -> None:
         super().__init__(code, message)
+
+
+class CommitUnsettled(RelayOpsError):
+    """A commit met a connection fault and the database stayed away longer than the retry budget:
+    whether it landed is unknown here (the lease expires, and the next holder finds out)."""
+
+    def __init__(self, fault: Exception) -> None:
+        self.fault = fault
+        super().__init__()
 
 
 class CrashSimulated(BaseException):

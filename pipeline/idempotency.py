@@ -46,11 +46,19 @@ def build_idempotency_key(tenant_id: str, document_id: str, operation_version: i
 
 
 def canonical_json(payload: Any) -> str:
-    """JSON with sorted keys and no whitespace; raises InvalidInputError for non-JSON values."""
+    """JSON with sorted keys and no whitespace; raises InvalidInputError for non-JSON values, and for
+    NUL characters and lone surrogates, which PostgreSQL's JSON cannot store."""
     try:
-        return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError("payload", "must be JSON-serialisable (no NaN, sets or objects)") from exc
+    if "\\u0000" in text.replace("\\\\", ""):  # an escaped NUL, not an escaped backslash before "u0000"
+        raise InvalidInputError("payload", "must not contain NUL (\\u0000) characters")
+    try:
+        json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError("payload", "must be valid Unicode (no lone surrogates)") from exc
+    return text
 
 
 def payload_hash(payload: Any) -> str:

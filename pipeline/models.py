@@ -13,11 +13,17 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 
 from pipeline.reasons import DeadLetterReason, ErrorCode, ValidationRule
 from pipeline.states import LIVE_STATUSES, JobStatus
 
 MAX_PUBLISH_ATTEMPTS = 20  # then an event is parked: pending, visible in the admin, no longer claimed
+DEFAULT_MAX_LEASE_EXPIRIES = 10  # crashes or stalls a job survives, apart from its own failures
+
+# When a live job is (or will be) claimable: a leased job when its lease expires, a queued one at its
+# visible_at. Readers that ask "since when has this been due" or "when is the next one due" use it.
+CLAIMABLE_FROM = Coalesce("lease_until", "visible_at")
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -25,14 +31,21 @@ class JobQuerySet(models.QuerySet["Job"]):
         return self.filter(status__in=LIVE_STATUSES)
 
     def claimable(self, now: dt.datetime) -> "JobQuerySet":
-        """Jobs a worker's claim takes at ``now``: queued or with an expired lease, visible, with an
-        attempt left. One past its deadline is included: the claim cancels it. An expired lease with
-        no attempt left is not: the lease rescuer dead-letters it. (``sql.CLAIMABLE`` says the same.)"""
-        return self.live().filter(visible_at__lte=now, attempt__lt=F("max_attempts"))
+        """Jobs a worker's claim takes at ``now``: queued, visible and with an attempt left; or leased
+        with an expired lease and an expiry left (the takeover counts an expiry, not an attempt). One
+        past its deadline is included: the claim cancels it. An expired lease with no expiry left is
+        not: the lease rescuer dead-letters it. (``sql.CLAIMABLE`` says the same.)"""
+        return self.live().filter(visible_at__lte=now).filter(
+            Q(status=JobStatus.QUEUED, attempt__lt=F("max_attempts"))
+            | Q(status=JobStatus.LEASED, lease_until__lte=now, lease_expiries__lt=F("max_lease_expiries"))
+        )
 
     def waiting(self) -> "JobQuerySet":
-        """Live jobs that will be claimable at some point (``visible_at`` says when)."""
-        return self.live().filter(attempt__lt=F("max_attempts"))
+        """Live jobs that will be claimable at some point (``CLAIMABLE_FROM`` says when)."""
+        return self.live().filter(
+            Q(status=JobStatus.QUEUED, attempt__lt=F("max_attempts"))
+            | Q(status=JobStatus.LEASED, lease_expiries__lt=F("max_lease_expiries"))
+        )
 
 
 class Job(models.Model):
@@ -45,10 +58,15 @@ class Job(models.Model):
     payload = models.JSONField()
     payload_hash = models.CharField(max_length=64)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    attempt = models.PositiveIntegerField(default=0)  # counted at claim, so a killed worker counts
+    # Counted at claim. A lease that expires (its worker died or stalled) is not the job's failure:
+    # the takeover keeps the attempt number and counts a lease expiry instead, against its own budget.
+    attempt = models.PositiveIntegerField(default=0)
     max_attempts = models.PositiveIntegerField(default=3)
-    # The four clocks. visible_at is when the job can next be claimed: its enqueue time, a retry's
-    # backoff, or while leased the lease expiry (a lease hides the job until it expires).
+    lease_expiries = models.PositiveIntegerField(default=0)
+    max_lease_expiries = models.PositiveIntegerField(default=DEFAULT_MAX_LEASE_EXPIRIES)
+    # The four clocks. visible_at is the job's place in line: when it became (or becomes) claimable,
+    # its enqueue time or a retry's backoff. A lease does not move it (lease_until hides a leased job
+    # until it expires), so a job rescued from a dead worker is taken before newer work.
     created_at = models.DateTimeField()
     visible_at = models.DateTimeField()
     lease_until = models.DateTimeField(null=True, blank=True)
@@ -70,10 +88,14 @@ class Job(models.Model):
             models.CheckConstraint(condition=Q(operation_version__gte=1), name="job_version_positive"),
             models.CheckConstraint(condition=Q(max_attempts__gte=1), name="job_max_attempts_positive"),
             models.CheckConstraint(condition=Q(attempt__lte=F("max_attempts")), name="job_attempt_le_max"),
+            models.CheckConstraint(
+                condition=Q(max_lease_expiries__gte=1, lease_expiries__lte=F("max_lease_expiries")),
+                name="job_lease_expiries_le_max",
+            ),
             models.CheckConstraint(condition=Q(fence__gte=0), name="job_fence_nonnegative"),
             models.CheckConstraint(
                 condition=~Q(status=JobStatus.LEASED)
-                | (Q(lease_until__isnull=False) & ~Q(lease_owner="") & Q(visible_at=F("lease_until"))),
+                | (Q(lease_until__isnull=False) & ~Q(lease_owner="")),
                 name="job_leased_has_lease",
             ),
             models.CheckConstraint(
@@ -90,6 +112,8 @@ class Job(models.Model):
             models.Index(
                 fields=["visible_at", "id"], condition=Q(status__in=LIVE_STATUSES), name="job_claimable"
             ),
+            # Leases by expiry, for the few leased rows: when the next one runs out, which ran out.
+            models.Index(fields=["lease_until"], condition=Q(status=JobStatus.LEASED), name="job_leased_until"),
             models.Index(fields=["tenant", "status", "created_at"], name="job_tenant_status"),
             # Search by a document id or its start: an operator's (within tenants) and a superuser's.
             # varchar_pattern_ops makes the btree serve LIKE 'prefix%' whatever the collation.
@@ -263,6 +287,17 @@ class DrainPresence(models.Model):
 
     def __str__(self) -> str:
         return self.worker
+
+
+class SweepTurn(models.Model):
+    """When a maintenance pass last ran: a drain takes the turn with one guarded UPDATE, so the
+    fleet sweeps once per interval whichever node and worker does it (pipeline.maintenance.sweeper)."""
+
+    name = models.CharField(max_length=64, unique=True)
+    taken_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class QueueDepthSample(models.Model):

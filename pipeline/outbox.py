@@ -71,6 +71,16 @@ def commit_result_with_event(
         return CommitOutcome(result_id=inserted[0]["id"], event_id=event_id, deduped=False)
 
 
+def landed(lease: Lease, topic: str = RESULT_TOPIC) -> CommitOutcome | None:
+    """The outcome of ``lease``'s own commit if it landed, else None. After a connection died during
+    COMMIT the caller cannot know; the result row of this job at this fence says."""
+    result = Result.objects.filter(job_id=lease.job_id, fence=lease.fence).first()
+    if result is None:
+        return None
+    event = OutboxEvent.objects.get(topic=topic, idempotency_key=lease.idempotency_key)
+    return CommitOutcome(result_id=result.pk, event_id=event.event_id, deduped=False)
+
+
 def _existing(lease: Lease, topic: str) -> CommitOutcome:
     """The key already has a result: the same input dedupes, another input is a conflict."""
     existing = Result.objects.get(idempotency_key=lease.idempotency_key)

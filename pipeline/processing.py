@@ -2,7 +2,7 @@
 + completion, the attempt closed with its extraction report).
 
 The worker loop that calls it over and over is the drain (pipeline.runtime.drain), with the extractor
-``RELAYOPS_EXTRACTOR`` chooses (pipeline.extraction.registry).
+``RELAYOPS_EXTRACTOR`` chooses (pipeline.plugins).
 """
 
 from __future__ import annotations
@@ -12,17 +12,18 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pipeline import queue
+from pipeline import queue, reconnect
 from pipeline.budget import Budget
 from pipeline.clock import Clock, system_clock
 from pipeline.crash import NO_CRASH, CrashInjector
-from pipeline.errors import BudgetExhaustedError, LeaseLostError, StaleLeaseError
+from pipeline.errors import BudgetExhaustedError, CommitUnsettled, LeaseLostError, StaleLeaseError
 from pipeline.extraction.document import Document, Extractor
 from pipeline.extraction.metering import Meter
 from pipeline.extraction.report import AttemptReport, Prices
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.extraction.validation import validate_invoice
-from pipeline.outbox import commit_result_with_event
+from pipeline.outbox import CommitOutcome, commit_result_with_event, landed
+from pipeline.reconnect import CONNECTION_ERRORS
 from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter, RetryPolicy
 from pipeline.runtime.heartbeat import Heartbeat
 from relayops.logging import get_logger
@@ -62,7 +63,15 @@ def process_once(
 ) -> WorkOutcome:
     """Process at most one job. Extraction may run more than once for a job (at-least-once
     execution); the fenced commit makes its effect happen once. An attempt that would start past
-    the job's budget (``budget``, default: the settings') is not made: the job is dead-lettered."""
+    the job's budget (``budget``, default: the settings') is not made: the job is dead-lettered.
+
+    Only the job's own failures go to the retry policy: what the extractor or the validator raised,
+    or a result the commit refuses (a conflicting result, one that is not JSON). A connection fault in
+    our own bookkeeping never does: one in the claim propagates (nothing was counted; a claim that
+    landed unseen expires as a lease expiry, not an attempt), and the commit and the nack reconnect
+    and carry on (``pipeline.reconnect``). A commit whose outcome the fault hid is settled by asking
+    the database whether this lease's result landed.
+    """
     lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
     if lease is None:
         return WorkOutcome(Outcome.IDLE)
@@ -74,18 +83,15 @@ def process_once(
     beat = Heartbeat(lease, lease_seconds=seconds, clock=clock) if heartbeat else None
     meter = Meter(extractor, prices or Prices.from_settings())
     try:
-        with beat or contextlib.nullcontext():
-            checkpoint = beat.check if beat else (lambda: None)
-            document = Document(lease.tenant, lease.document_id, lease.payload, lease.attempt, lease.deadline_at)
-            fields = validator(meter.run(document, checkpoint))
-            crash("after_extract")
-            checkpoint()
-        outcome = commit_result_with_event(lease, fields, clock=clock, report=meter.report)
+        fields = _extract(lease, meter, validator, crash, beat)
+        outcome = _commit(lease, fields, clock, meter.report)
     except (LeaseLostError, StaleLeaseError):
         log.warning("job.lease_lost", job_id=lease.job_id, fence=lease.fence)
         if meter.report is not None:  # the tokens were spent all the same: they count against the budget
             queue.record_report(lease, meter.report)
         return WorkOutcome(Outcome.LEASE_LOST, lease.job_id, lease.fence)
+    except CommitUnsettled as unsettled:  # the database stayed away: the lease will expire, uncounted
+        raise unsettled.fault from unsettled
     except Exception as exc:
         return _fail(lease, exc, clock, policy, meter.report)
     crash("after_commit_before_ack")
@@ -93,12 +99,42 @@ def process_once(
     return WorkOutcome(Outcome.DEDUPED if outcome.deduped else Outcome.COMMITTED, lease.job_id, lease.fence)
 
 
+def _extract(lease: queue.Lease, meter: Meter, validator: Callable[[dict[str, Any]], dict[str, Any]],
+             crash: CrashInjector, beat: Heartbeat | None) -> dict[str, Any]:
+    """The job's own work, under its heartbeat: whatever this raises is the job's."""
+    with beat or contextlib.nullcontext():
+        checkpoint = beat.check if beat else (lambda: None)
+        document = Document(lease.tenant, lease.document_id, lease.payload, lease.attempt, lease.deadline_at)
+        fields = validator(meter.run(document, checkpoint))
+        crash("after_extract")
+        checkpoint()
+    return fields
+
+
+def _commit(lease: queue.Lease, fields: dict[str, Any], clock: Clock, report: AttemptReport | None) -> CommitOutcome:
+    try:
+        return commit_result_with_event(lease, fields, clock=clock, report=report)
+    except CONNECTION_ERRORS as exc:  # it may have landed (the connection died during COMMIT) or not
+        log.warning("job.commit_outcome_unknown", job_id=lease.job_id, fence=lease.fence,
+                    error_type=type(exc).__name__)
+        reconnect.drop_connection()
+        try:
+            return reconnect.retrying(
+                lambda: landed(lease) or commit_result_with_event(lease, fields, clock=clock, report=report),
+                what="commit",
+            )
+        except CONNECTION_ERRORS as fault:
+            raise CommitUnsettled(fault) from fault
+
+
 def _fail(
     lease: queue.Lease, exc: Exception, clock: Clock, policy: RetryPolicy, report: AttemptReport | None
 ) -> WorkOutcome:
     try:
-        decision = queue.nack(lease, exc, clock=clock, policy=policy, report=report)
-    except StaleLeaseError:
+        decision = reconnect.retrying(
+            lambda: queue.nack(lease, exc, clock=clock, policy=policy, report=report), what="nack"
+        )
+    except StaleLeaseError:  # taken over meanwhile, or our own nack landed before its connection died
         return WorkOutcome(Outcome.LEASE_LOST, lease.job_id, lease.fence)
     outcome = (Outcome.DEAD_LETTERED if isinstance(decision, DeadLetter)
                else Outcome.CANCELLED if isinstance(decision, Cancel) else Outcome.RETRY)

@@ -25,7 +25,7 @@ from pipeline.clock import Clock, system_clock
 from pipeline.errors import IdempotencyConflictError, InvalidInputError, StaleLeaseError, ValidationFailed
 from pipeline.extraction.report import AttemptReport
 from pipeline.idempotency import build_idempotency_key, canonical_json, payload_hash
-from pipeline.models import Attempt, DeadLetter, Job
+from pipeline.models import DEFAULT_MAX_LEASE_EXPIRIES, Attempt, DeadLetter, Job
 from pipeline.reasons import DeadLetterReason, ErrorCode, ValidationRule
 from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter as DeadLetterDecision, Decision, Retry, RetryPolicy
 from pipeline.retry import classify, not_before
@@ -99,6 +99,7 @@ def enqueue(
     payload: Any,
     *,
     max_attempts: int = 3,
+    max_lease_expiries: int = DEFAULT_MAX_LEASE_EXPIRIES,
     deadline: dt.datetime | dt.timedelta | None = None,
     reprocessed_from: Job | None = None,
     clock: Clock = system_clock,
@@ -111,6 +112,7 @@ def enqueue(
     key = build_idempotency_key(tenant_id, document_id, operation_version)
     digest = payload_hash(payload)
     attempts = check_int("max_attempts", max_attempts, low=1, high=MAX_ATTEMPTS_LIMIT)
+    expiries = check_int("max_lease_expiries", max_lease_expiries, low=1, high=MAX_ATTEMPTS_LIMIT)
     now = clock.now()
     deadline_at = _deadline(deadline, now)
     existing = Job.objects.filter(idempotency_key=key).first()
@@ -120,7 +122,8 @@ def enqueue(
                 job = Job.objects.create(
                     tenant=tenant_id, document_id=document_id, operation_version=operation_version,
                     idempotency_key=key, payload=payload, payload_hash=digest, max_attempts=attempts,
-                    created_at=now, visible_at=now, deadline_at=deadline_at, reprocessed_from=reprocessed_from,
+                    max_lease_expiries=expiries, created_at=now, visible_at=now, deadline_at=deadline_at,
+                    reprocessed_from=reprocessed_from,
                 )
                 wakeups.ring(wakeups.JOBS)
             return job, True
@@ -214,7 +217,7 @@ def heartbeat(lease: Lease, *, lease_seconds: float | None = None, clock: Clock 
     """Extend a current lease; returns the lease with its new expiry."""
     lease = _check_lease(lease)
     lease_until = clock.now() + dt.timedelta(seconds=lease_seconds_or_default(lease_seconds))
-    if not _held(lease.job_id, lease.fence).update(lease_until=lease_until, visible_at=lease_until):
+    if not _held(lease.job_id, lease.fence).update(lease_until=lease_until):
         raise StaleLeaseError(lease.job_id, lease.fence)
     return replace(lease, lease_until=lease_until)
 
@@ -290,14 +293,15 @@ def _failed_rule(error: BaseException) -> str:
 
 
 def release(lease: Lease, *, code: ErrorCode = ErrorCode.SHUTDOWN, clock: Clock = system_clock) -> None:
-    """Give a leased job back without counting the attempt (the worker stops; the job did nothing wrong).
+    """Give a leased job back without counting the attempt (the worker stops, or the database failed
+    it: the job did nothing wrong).
 
-    The attempt row is closed with ``code``; the job is visible again at once.
+    The attempt row is closed with ``code``; the job is claimable again at once, in its old place in line.
     """
     lease = _check_lease(lease)
     now = clock.now()
     with transaction.atomic():
-        landed = _move(_held(lease.job_id, lease.fence), JobStatus.QUEUED, visible_at=now, lease_until=None,
+        landed = _move(_held(lease.job_id, lease.fence), JobStatus.QUEUED, lease_until=None,
                        attempt=F("attempt") - 1)
         if not landed:
             raise StaleLeaseError(lease.job_id, lease.fence)
@@ -318,17 +322,18 @@ class ExpiryReport:
 
 
 def expire_exhausted(now: dt.datetime, *, limit: int = 500) -> ExpiryReport:
-    """End jobs whose last attempt's lease expired (the worker died): dead-lettered as
-    ``max_attempts_exceeded`` with ``lease_expired``, or cancelled when past their deadline.
+    """End jobs whose lease expired once more than their budget of expiries allows (their document
+    crashes or stalls every worker): dead-lettered as ``lease_expiries_exceeded`` with ``lease_expired``,
+    or cancelled when past their deadline.
 
-    Expired leases with attempts left need nothing: the claim takes them over with a new fence.
+    Expired leases with expiries left need nothing: the claim takes them over with a new fence.
     """
     check_int("limit", limit, low=1, high=10_000)
     dead = cancelled = 0
     with transaction.atomic():
         exhausted = (
             Job.objects.select_for_update(skip_locked=True)
-            .filter(status=JobStatus.LEASED, lease_until__lt=now, attempt__gte=F("max_attempts"))
+            .filter(status=JobStatus.LEASED, lease_until__lt=now, lease_expiries__gte=F("max_lease_expiries"))
             .values_list("id", "fence", "deadline_at")[:limit]
         )
         for job_id, fence, deadline_at in exhausted:
@@ -338,5 +343,5 @@ def expire_exhausted(now: dt.datetime, *, limit: int = 500) -> ExpiryReport:
             else:
                 dead += _finish(job_id, fence, JobStatus.DEAD_LETTERED, now, attempt_code=ErrorCode.LEASE_EXPIRED,
                                 last_error=ErrorCode.LEASE_EXPIRED,
-                                dead_letter=DeadLetterReason.MAX_ATTEMPTS_EXCEEDED)
+                                dead_letter=DeadLetterReason.LEASE_EXPIRIES_EXCEEDED)
     return ExpiryReport(dead_lettered=dead, cancelled=cancelled)

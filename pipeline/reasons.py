@@ -24,6 +24,9 @@ class ErrorCode(models.TextChoices):
     DEADLINE_UNREACHABLE = "deadline_unreachable"
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     LEASE_EXPIRED = "lease_expired"
+    # A database fault in RelayOps' own bookkeeping (lease, heartbeat, commit, nack): never the job's
+    # fault, so the lease is released and the attempt not counted.
+    DATABASE_ERROR = "database_error"
     SHUTDOWN = "shutdown"
     BUDGET_EXHAUSTED = "budget_exhausted"  # the document's token or cost ceiling was reached
     # The LLM extractor's failures (pipeline.extraction.llm), transient first.
@@ -47,6 +50,8 @@ class DeadLetterReason(models.TextChoices):
     PERMANENT_ERROR = "permanent_error"
     MAX_ATTEMPTS_EXCEEDED = "max_attempts_exceeded"
     BUDGET_EXHAUSTED = "budget_exhausted"  # the next attempt would have started past the document's ceiling
+    # Its leases expired (its workers died or stalled) more often than its own budget of expiries.
+    LEASE_EXPIRIES_EXCEEDED = "lease_expiries_exceeded"
 
 
 class ValidationRule(models.TextChoices):

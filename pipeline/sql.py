@@ -54,28 +54,34 @@ def _quoted(statuses: list[str]) -> str:
     return ", ".join(f"'{status}'" for status in statuses)  # our own enum values, never input
 
 
-# The jobs a claim may take, as Job.objects.claimable(now) defines them: live, visible, an attempt left.
-# The states a job may be leased from come from states.TRANSITIONS.
+# The jobs a claim may take, as Job.objects.claimable(now) defines them: queued, visible, an attempt
+# left; or leased with an expired lease and an expiry left. The states a job may be leased from come
+# from states.TRANSITIONS; every row the index job_claimable holds is live, so it serves the filter.
 CLAIMABLE = f"""
     SELECT id FROM pipeline_job
     WHERE status IN ({_quoted(sources_of(JobStatus.LEASED))}) AND visible_at <= %(now)s
-      AND attempt < max_attempts
+      AND CASE WHEN status = 'leased'
+               THEN lease_until <= %(now)s AND lease_expiries < max_lease_expiries
+               ELSE attempt < max_attempts END
 """
 
 # The job columns a Lease is built from (Lease.from_row).
 LEASE_COLUMNS = """id, status, fence, attempt, max_attempts, tenant, document_id, operation_version,
           idempotency_key, payload, payload_hash, deadline_at, lease_until, lease_owner, leased_at"""
 
-# Claim the next claimable jobs in one statement, oldest first, skipping rows other claimers hold. A
-# job past its deadline is cancelled instead of leased. The fence grows on every lease.
+# Claim the next claimable jobs in one statement, in their place in line (visible_at, which a lease
+# does not move: a job rescued from a dead worker comes before newer work), skipping rows other
+# claimers hold. A job past its deadline is cancelled instead of leased. The fence grows on every
+# lease; a fresh lease counts an attempt, taking over an expired one counts a lease expiry instead.
 _CLAIM = f"""
 UPDATE pipeline_job SET
     status = CASE WHEN deadline_at <= %(now)s THEN 'cancelled' ELSE 'leased' END,
     fence = CASE WHEN deadline_at <= %(now)s THEN fence ELSE fence + 1 END,
-    attempt = CASE WHEN deadline_at <= %(now)s THEN attempt ELSE attempt + 1 END,
+    attempt = CASE WHEN deadline_at <= %(now)s OR status = 'leased' THEN attempt ELSE attempt + 1 END,
+    lease_expiries = CASE WHEN deadline_at > %(now)s AND status = 'leased' THEN lease_expiries + 1
+                          ELSE lease_expiries END,
     lease_owner = CASE WHEN deadline_at <= %(now)s THEN '' ELSE %(worker)s END,
     lease_until = CASE WHEN deadline_at <= %(now)s THEN NULL ELSE %(lease_until)s END,
-    visible_at = CASE WHEN deadline_at <= %(now)s THEN visible_at ELSE %(lease_until)s END,
     leased_at = CASE WHEN deadline_at <= %(now)s THEN leased_at ELSE %(now)s END,
     finished_at = CASE WHEN deadline_at <= %(now)s THEN %(now)s ELSE NULL END,
     last_error_code = CASE WHEN deadline_at <= %(now)s THEN 'deadline_exceeded' ELSE last_error_code END

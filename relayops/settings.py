@@ -218,14 +218,11 @@ RELAYOPS = {
     "OUTBOX_CLAIM_SECONDS": env.float("RELAYOPS_OUTBOX_CLAIM_SECONDS", default=30.0),
     # On SIGTERM running jobs get this long to finish; then their leases are released (no attempt).
     "SHUTDOWN_GRACE_SECONDS": env.float("RELAYOPS_SHUTDOWN_GRACE_SECONDS", default=25.0),
-    # django-q2 kick tasks; off makes kicks a no-op (tests that run no cluster may turn it off).
-    "KICKS": env.bool("RELAYOPS_KICKS", default=True),
-    # A kick is skipped while this many drain tasks already wait unstarted in the broker.
-    "KICK_COALESCE": env.int("RELAYOPS_KICK_COALESCE", default=env.int("RELAYOPS_Q_WORKERS", default=2)),
-    # Once the queue was found full, a process skips kicks without asking for this long.
-    "KICK_CACHE_SECONDS": env.float("RELAYOPS_KICK_CACHE_SECONDS", default=0.1),
-    # relayops_health fails when due jobs saw no drain progress (or no drain lived) for this long.
-    "HEALTH_STALE_SECONDS": env.float("RELAYOPS_HEALTH_STALE_SECONDS", default=120.0),
+    # A worker whose peak memory grew past this exits between two drains; the sentinel spawns a fresh one.
+    "WORKER_MAX_RSS_MB": env.float("RELAYOPS_WORKER_MAX_RSS_MB", default=512.0),
+    # relayops_health fails when no drain of the node was seen (idle drains record every 2 s), or due
+    # jobs saw no progress, for this long, while the node holds no live lease.
+    "HEALTH_STALE_SECONDS": env.float("RELAYOPS_HEALTH_STALE_SECONDS", default=15.0),
     # What the drains run (docs/extraction.md): rules, llm or a dotted path; and who receives the outbox.
     "EXTRACTOR": env.str("RELAYOPS_EXTRACTOR", default="rules"),
     "PUBLISHERS": env.list("RELAYOPS_PUBLISHERS", default=["review-handoff"]),
@@ -251,16 +248,19 @@ if RELAYOPS["CRASH_POINTS"] and not DEBUG and not RELAYOPS["CRASH_POINTS_FORCE"]
         "Set RELAYOPS_CRASH_POINTS_FORCE=1 as well if you really mean it."
     )
 
-# --- django-q2: process host and transactional doorbell only (see docs/architecture.md) --------
-# timeout > drain budget + the longest extraction a drain may start near its end; retry > timeout, so
-# the broker never redelivers a drain that is still running (a redelivered drain is harmless anyway).
+# --- django-q2: the process host only (see docs/architecture.md) -----------------------------------
+# Workers run drains for their whole life and never read django-q2's task queue; nothing is enqueued
+# and the scheduler is off (the workers sweep themselves), so the pusher only polls an empty broker.
+# timeout > drain budget + the longest extraction a drain may start near its end: the sentinel ends a
+# worker whose drain overran it (pipeline.runtime.host re-arms its timer before each drain).
 Q_CLUSTER = {
     "name": "relayops",
     "orm": "default",
     "workers": env.int("RELAYOPS_Q_WORKERS", default=2),
     "queue_limit": env.int("RELAYOPS_Q_WORKERS", default=2),
     "bulk": 1,
-    "poll": 0.2,
+    "poll": 5,
+    "scheduler": False,
     "timeout": env.int("RELAYOPS_Q_TIMEOUT", default=330),
     "retry": env.int("RELAYOPS_Q_RETRY", default=390),
     "ack_failures": True,

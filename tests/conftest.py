@@ -69,6 +69,21 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture
+def proxy():
+    """A TCP proxy on loopback in front of the test database's server (tests/proxy.py): connections made
+    through ``proxy.port`` can be refused, dropped or cut after a COMMIT."""
+    from django.db import connection
+
+    from tests.proxy import Proxy
+
+    db = connection.settings_dict
+    forwarder = Proxy(db["HOST"] or "127.0.0.1", int(db["PORT"] or 5432))
+    forwarder.start()
+    yield forwarder
+    forwarder.stop()
+
+
+@pytest.fixture
 def clock() -> FrozenClock:
     return FrozenClock(dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.timezone.utc))
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, Min, Q
 
 from pipeline.clock import seconds_since
-from pipeline.models import Job, OutboxEvent, QueueDepthSample
+from pipeline.models import CLAIMABLE_FROM, Job, OutboxEvent, QueueDepthSample
 from relayops.errors import InvalidInputError
 from pipeline.states import JobStatus
 from relayops.logging import get_logger
@@ -34,7 +34,7 @@ class DepthSampler:
         }
         due: dict[str, dict[str, Any]] = {
             row["tenant"]: dict(row)
-            for row in Job.objects.claimable(now).values("tenant").annotate(due=Count("pk"), oldest=Min("visible_at"))
+            for row in Job.objects.claimable(now).values("tenant").annotate(due=Count("pk"), oldest=Min(CLAIMABLE_FROM))
         }
         pending: dict[str, int] = dict(
             OutboxEvent.objects.unpublished().values("tenant").annotate(n=Count("pk")).values_list("tenant", "n")

@@ -1,7 +1,9 @@
-"""The once-a-minute sweeper: rescue, re-kick, prune, sample. Each part is a ``run_once(now)`` class.
+"""The once-a-minute sweeper: rescue, prune, sample. Each part is a ``run_once(now)`` class.
 
-django-q2's Schedule runs it (``pipeline.runtime.tasks.sweep``); a sweep that is late, doubled or skipped
-only delays work, because drains find due work on their own and every part is idempotent.
+Workers run it between their drains (pipeline.runtime.host): ``run_if_due`` takes the fleet's turn
+with one guarded UPDATE, so one worker of one node sweeps per interval, whichever is free first. A
+sweep that is late, doubled or skipped only delays maintenance: drains find due work on their own and
+every part is idempotent.
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ from django.conf import settings
 from pipeline.maintenance.pruner import Batches, ConsumerMemoryPruner, OutboxPruner, check_retention
 from pipeline.maintenance.rescuer import LeaseRescuer
 from pipeline.maintenance.sampler import DepthSampler
-from pipeline.models import Job, OutboxEvent
-from pipeline.runtime import liveness, wakeups
+from pipeline.models import SweepTurn
+from pipeline.runtime import liveness
+
+SWEEP_EVERY = dt.timedelta(minutes=1)
+TURN = "sweeper"
 
 
 @dataclass(frozen=True)
 class SweepReport:
     dead_lettered: int
     cancelled: int
-    kicked: bool
     outbox_pruned: int
     memory_pruned: int
     samples: int
@@ -53,14 +57,22 @@ class Sweeper:
 
     def run_once(self, now: dt.datetime) -> SweepReport:
         rescued = self.rescuer.run_once(now)
-        kicked = wakeups.kick_drain() if work_is_due(now) else False
         return SweepReport(
-            dead_lettered=rescued.dead_lettered, cancelled=rescued.cancelled, kicked=kicked,
+            dead_lettered=rescued.dead_lettered, cancelled=rescued.cancelled,
             outbox_pruned=self.outbox_pruner.run_once(now), memory_pruned=self.memory_pruner.run_once(now),
             samples=self.sampler.run_once(now), presences_pruned=liveness.prune(now),
         )
 
 
-def work_is_due(now: dt.datetime) -> bool:
-    """A claimable job or a claimable unpublished event exists (a drain would find something)."""
-    return Job.objects.claimable(now).exists() or OutboxEvent.objects.pending(now).exists()
+def take_turn(now: dt.datetime, every: dt.timedelta = SWEEP_EVERY) -> bool:
+    """True for exactly one caller per ``every`` across the fleet: the one whose guarded UPDATE moved
+    the turn's time (concurrent callers wait on the row and then find it already moved)."""
+    if SweepTurn.objects.filter(name=TURN, taken_at__lte=now - every).update(taken_at=now):
+        return True
+    _, created = SweepTurn.objects.get_or_create(name=TURN, defaults={"taken_at": now})
+    return created
+
+
+def run_if_due(now: dt.datetime, every: dt.timedelta = SWEEP_EVERY) -> SweepReport | None:
+    """Sweep if this caller takes the turn; None if another did within ``every``."""
+    return Sweeper.from_settings().run_once(now) if take_turn(now, every) else None

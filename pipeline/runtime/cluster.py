@@ -1,22 +1,27 @@
 """Glue between django-q2's process tree and RelayOps (installed by PipelineConfig.ready()).
 
-django-q2 gives running tasks no stop signal: on SIGTERM the sentinel stops its pusher and queues one
-STOP pill per worker behind the tasks already prefetched, then waits for the workers. So:
+django-q2 hosts the processes: the sentinel spawns, supervises and respawns the workers, the pusher
+and the monitor, and turns signals into a stop. RelayOps uses nothing else of it. Its workers share
+one multiprocessing task queue, and a worker SIGKILLed while blocked reading it leaves the queue's
+lock held for good, wedging every other worker of the node. So:
 
-- every worker, when spawned (``post_spawn``), installs the stop handlers of pipeline.runtime.shutdown and
-  runs its first drain inline, before it reads django-q2's task queue: each worker hosts a parked
-  drain from its first second, whichever node's pusher the broker's kicks go to;
-- ``Sentinel.stop`` is wrapped to send SIGUSR1 (stop) to its live workers *before* the original
-  stop runs: parked drains return at once, running jobs get the grace period, and prefetched drains
-  return immediately, so the STOP pills are reached quickly;
+- every worker, when spawned (``post_spawn``), installs the stop handlers of pipeline.runtime.shutdown
+  and runs drains back to back for its whole life (pipeline.runtime.host), never reading the task
+  queue; when that loop ends, the worker exits;
+- ``Sentinel.stop`` is wrapped to send SIGUSR1 (stop) to its live workers *before* the original stop
+  runs, and to end the pusher and the monitor (they carry no RelayOps work) and drop the STOP pills
+  no worker reads: parked drains return at once, running jobs get the grace period, and the original
+  stop only waits for the workers to exit;
 - ``Cluster.sig_handler`` is wrapped so a second SIGTERM/SIGINT to the main process makes the sentinel
   forward SIGUSR2 (hurry) to the workers: running jobs are interrupted and their leases released;
-- ``Sentinel.start`` is wrapped to create the sweeper schedule, log loudly if crashes are injected,
-  and make the sentinel survive a SIGTERM sent to the whole process group.
+- ``Sentinel.start`` is wrapped to log loudly if crashes are injected, remove the sweeper schedule of
+  earlier versions (the workers sweep now), and make the sentinel survive a SIGTERM sent to the whole
+  process group.
 
 The wrappers call the originals unchanged; nothing in django-q2's own files is edited. They lean on
-django-q2 internals (the methods above and the sentinel's ``pool``, ``pusher`` and ``task_queue``), so
-``install`` checks that they exist and refuses to start, naming the installed version, if not.
+django-q2 internals (the methods above, the sentinel's ``pool``, ``pusher``, ``monitor`` and
+``task_queue``, and the worker's timer argument), so ``install`` checks that they exist and refuses to
+start, naming the installed version, if not.
 """
 
 from __future__ import annotations
@@ -32,21 +37,22 @@ from typing import Any, Callable
 import django_q
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django_q import cluster
+from django_q import cluster, worker
 from django_q.models import Schedule
 from django_q.signals import post_spawn
 
-from pipeline.runtime import tasks
+from pipeline.runtime.host import django_q_timer, exit_worker, run_worker
 from pipeline.runtime.shutdown import HURRY_SIGNAL, STOP_SIGNAL, install_worker_handlers
 from relayops.logging import get_logger
 
 log = get_logger(__name__)
 
-SWEEPER_NAME = "relayops-sweeper"
-SWEEPER_FUNC = f"{tasks.__name__}.sweep"
+LEGACY_SWEEPER_SCHEDULE = "relayops-sweeper"  # earlier versions swept from a django-q2 Schedule
 # What the wrappers need of django-q2 (checked at start-up): methods, and attributes its __init__ sets.
 WRAPPED_METHODS = {cluster.Cluster: ("__init__", "sig_handler"), cluster.Sentinel: ("start", "stop")}
-USED_ATTRIBUTES = {cluster.Cluster: ("sentinel",), cluster.Sentinel: ("pool", "pusher", "task_queue")}
+USED_ATTRIBUTES = {cluster.Cluster: ("sentinel",),
+                   cluster.Sentinel: ("pool", "pusher", "monitor", "task_queue")}
+WORKER_ARGUMENTS = ("task_queue", "result_queue", "timer")  # the timer is the third (host.django_q_timer)
 
 _sentinel: Any = None
 _sentinel_pid: int | None = None
@@ -69,6 +75,8 @@ def check_django_q() -> None:
     for cls, names in USED_ATTRIBUTES.items():
         source = inspect.getsource(cls.__init__)
         missing += [f"{cls.__name__}().{name}" for name in names if f"self.{name} =" not in source]
+    if tuple(inspect.signature(worker.worker).parameters)[:3] != WORKER_ARGUMENTS:
+        missing.append(f"worker({', '.join(WORKER_ARGUMENTS)}, ...)")
     if missing:
         version = ".".join(map(str, django_q.VERSION))
         raise ImproperlyConfigured(
@@ -120,9 +128,9 @@ def _sentinel_start(original: Callable[..., Any], self: Any) -> None:
     signal.signal(signal.SIGTERM, _note_group_term)
     _announce_crash_injection()
     try:
-        ensure_sweeper_schedule()
-    except Exception as exc:  # the drains work without it; relayops_health reports a stuck cluster
-        log.error("cluster.sweeper_schedule_failed", error_type=type(exc).__name__)
+        remove_legacy_schedule()
+    except Exception as exc:  # harmless: with the scheduler off it never fires
+        log.warning("cluster.legacy_schedule_not_removed", error_type=type(exc).__name__)
     original(self)
 
 
@@ -143,37 +151,37 @@ def _sentinel_stop(original: Callable[..., Any], self: Any) -> None:
     for process in list(self.pool):
         if process.is_alive():
             os.kill(process.pid, STOP_SIGNAL)
-    if _group_terminated and os.getpid() == _sentinel_pid:
-        _expect_dead_workers(self)
+    if os.getpid() == _sentinel_pid:
+        _end_auxiliaries(self)
+        if _group_terminated:
+            _expect_dead_workers(self)
     original(self)
 
 
+def _end_auxiliaries(sentinel: Any) -> None:
+    """The pusher and the monitor carry no RelayOps work, and either may be blocked on a queue lock a
+    killed process left held: end them rather than wait for them. No worker reads the task queue, so
+    the STOP pills the original stop queues for them are dropped (each worker exits on its own)."""
+    for process in (sentinel.pusher, sentinel.monitor):
+        if process is not None and process.is_alive():
+            os.kill(process.pid, signal.SIGKILL)
+    sentinel.task_queue.put = lambda *args, **kwargs: None
+
+
 def _expect_dead_workers(sentinel: Any, timeout: float = 2.0) -> None:
-    """The workers got the group's SIGTERM too and are dying (their leases will expire). With none
-    left to read the task queue, the pusher and the STOP pills would block on it forever: end the
-    pusher (the kicks it holds are redelivered after ``retry``) and drop the pills."""
+    """The workers got the group's SIGTERM too and died (their leases will expire): say so."""
     deadline = time.monotonic() + timeout
     while any(p.is_alive() for p in sentinel.pool) and time.monotonic() < deadline:
         time.sleep(0.05)
     if not any(p.is_alive() for p in sentinel.pool):
         log.warning("cluster.workers_killed_by_group_signal", workers=len(sentinel.pool))
-        if sentinel.pusher is not None and sentinel.pusher.is_alive():
-            os.kill(sentinel.pusher.pid, signal.SIGKILL)
-        sentinel.task_queue.put = lambda *args, **kwargs: None
 
 
 def on_worker_spawn(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
-    """In each new worker: stop handlers, then its first drain, inline.
-
-    A kick would do too, but on a node started next to a busy one the other node's pusher may take
-    it. The drain's successor goes through the broker like any kick.
-    """
+    """In each new worker: stop handlers, then drains for the process's life; then the process exits."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     install_worker_handlers()
-    try:
-        tasks.drain()
-    except Exception as exc:  # logged by the drain; the sweeper kicks again within a minute
-        log.error("worker.first_drain_failed", error_type=type(exc).__name__)
+    exit_worker(run_worker(timer=django_q_timer()))
 
 
 def _announce_crash_injection() -> None:
@@ -185,14 +193,6 @@ def _announce_crash_injection() -> None:
         )
 
 
-def ensure_sweeper_schedule() -> None:
-    """Create the once-a-minute sweeper schedule unless it exists (idempotent; several nodes may race,
-    and the extra rows are removed). An existing row is pointed at the current task path."""
-    existing = Schedule.objects.filter(name=SWEEPER_NAME).order_by("pk")
-    if not existing.exists():
-        Schedule.objects.create(
-            name=SWEEPER_NAME, func=SWEEPER_FUNC, schedule_type=Schedule.MINUTES, minutes=1, repeats=-1,
-        )
-    keep = existing.values_list("pk", flat=True).first()
-    Schedule.objects.filter(name=SWEEPER_NAME).exclude(pk=keep).delete()
-    Schedule.objects.filter(pk=keep).exclude(func=SWEEPER_FUNC).update(func=SWEEPER_FUNC)  # a renamed task
+def remove_legacy_schedule() -> None:
+    """Delete the sweeper schedule earlier versions created: the workers sweep themselves now."""
+    Schedule.objects.filter(name=LEGACY_SWEEPER_SCHEDULE).delete()

@@ -3,15 +3,16 @@ LISTEN/NOTIFY while idle.
 
 A drain knows no job in advance: its unit of work (``process_once`` with its ``extractor`` unless told
 otherwise) leases from the job table, and the relay claims from the outbox and hands each event to its
-``publisher``, until the budget is spent or a stop is
-requested. While idle it waits for a wake-up NOTIFY, the next job's ``visible_at`` or a claim's
-expiry, whichever is first, and looks anyway every ``poll_seconds`` (the safety net; SQLite has no
-NOTIFY and only polls).
+``publisher``, until the budget is spent or a stop is requested. While idle it waits for a wake-up
+NOTIFY, the moment the next job becomes claimable or a claim expires, whichever is first, and looks
+anyway every ``poll_seconds`` (the safety net; SQLite has no NOTIFY and only polls). It records its
+presence every ``PRESENCE_IDLE_SECONDS`` while idle, so a silent worker is a stuck one. A database error
+ends the drain (its listener may be dead too); the worker's host starts a fresh one
+(pipeline.runtime.host).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import enum
 import functools
@@ -31,8 +32,10 @@ from pipeline.extraction.document import Extractor
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.models import Job, OutboxEvent
 from pipeline.processing import Outcome, WorkOutcome, process_once
+from pipeline.reconnect import drop_connection
 from pipeline.runtime import liveness, wakeups
 from pipeline.runtime.shutdown import STATE, StopState, release_held
+from pipeline.states import JobStatus
 from relayops.logging import get_logger
 from relayops.validation import check_number
 
@@ -40,7 +43,7 @@ log = get_logger(__name__)
 
 WAIT_SLICE_SECONDS = 0.25  # a parked drain notices a stop request this fast
 MIN_WAIT_SECONDS = 0.02  # floor when a due row is held by another claimer: no busy loop
-PRESENCE_IDLE_SECONDS = 5.0  # how often an idle drain records its presence
+PRESENCE_IDLE_SECONDS = 2.0  # how often an idle drain records its presence (relayops_health reads it)
 PRESENCE_BUSY_SECONDS = 1.0
 
 Work = Callable[[str], WorkOutcome]  # one unit of work for a worker id: at most one job
@@ -106,9 +109,8 @@ class Drain:
         self.stop.in_drain = True
         try:
             listener = wakeups.Listener.open(self.channels)  # before the first look: no NOTIFY slips by
-            self._record_presence(progress=False)  # present from its start, even if its first job is long
-            with wakeups.relaying_here() if self.outbox else contextlib.nullcontext():
-                report.ended = self._loop(report, listener, end)
+            self._record_presence(progress=False)  # present from its first second, even if a long job follows
+            report.ended = self._loop(report, listener, end)
         except ShutdownInterrupt:
             report.ended = DrainEnding.INTERRUPTED
             report.released = release_held(self.worker_id)
@@ -129,9 +131,14 @@ class Drain:
         return DrainEnding.STOPPED
 
     def _step(self, report: DrainReport) -> bool:
-        """Run at most one job, then publish what is pending. True if anything was done."""
+        """Run at most one job, then publish what is pending. True if anything was done.
+
+        The connection is checked first (Django pings it once if it failed or is due for renewal), so
+        a job is never claimed on a connection known to be broken. A database error ends the drain.
+        """
         worked = False
         try:
+            connection.close_if_unusable_or_obsolete()
             if self.jobs and self.work(self.worker_id).outcome != Outcome.IDLE:
                 report.jobs += 1
                 worked = True
@@ -141,10 +148,10 @@ class Drain:
                 report.published += relayed.published
                 worked = worked or relayed.claimed > 0
             self._record_presence(progress=worked)
-        except DatabaseError as exc:  # a blip: drop the connection, wait a little, look again
+        except DatabaseError as exc:
             log.warning("drain.database_error", worker=self.worker_id, error_type=type(exc).__name__)
-            connection.close()
-            self.stop.requested.wait(1.0)
+            drop_connection()
+            raise
         return worked
 
     def _record_presence(self, *, progress: bool) -> None:
@@ -155,7 +162,9 @@ class Drain:
 
     def _park(self, listener: wakeups.Listener | None, end: float, report: DrainReport) -> None:
         """Wait for a NOTIFY, the next due row, the next presence record or the end of the budget."""
-        timeout = min(end - self.monotonic(), self.poll_seconds, self._seconds_until_due(self.clock.now()))
+        presence_due = self._presence_at + PRESENCE_IDLE_SECONDS - self.monotonic()
+        timeout = min(end - self.monotonic(), self.poll_seconds, presence_due,
+                      self._seconds_until_due(self.clock.now()))
         deadline = self.monotonic() + max(timeout, MIN_WAIT_SECONDS)
         while not self.stop.requested.is_set():
             left = deadline - self.monotonic()
@@ -172,7 +181,9 @@ class Drain:
         claim expires; the poll interval when nothing is scheduled."""
         moments: list[dt.datetime | None] = []
         if self.jobs:
-            moments.append(Job.objects.waiting().aggregate(at=Min("visible_at"))["at"])
+            waiting = Job.objects.waiting()  # each side served by its own index, stopping at its first row
+            moments.append(waiting.filter(status=JobStatus.QUEUED).aggregate(at=Min("visible_at"))["at"])
+            moments.append(waiting.filter(status=JobStatus.LEASED).aggregate(at=Min("lease_until"))["at"])
         if self.outbox:
             moments.append(OutboxEvent.objects.unpublished().aggregate(at=Min("claimed_until"))["at"])
         due = [(m - now).total_seconds() for m in moments if m is not None]

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max, Min
 
-from pipeline.models import DrainPresence, Job
+from pipeline.models import CLAIMABLE_FROM, DrainPresence, Job
 from pipeline.states import JobStatus
 from relayops.logging import get_logger
 
@@ -76,7 +76,7 @@ def prune(now: dt.datetime) -> int:
 
 def oldest_due(now: dt.datetime) -> dt.datetime | None:
     """When the longest-waiting claimable job became claimable (None: nothing is due)."""
-    return Job.objects.claimable(now).aggregate(at=Min("visible_at"))["at"]
+    return Job.objects.claimable(now).aggregate(at=Min(CLAIMABLE_FROM))["at"]
 
 
 @dataclass(frozen=True)
@@ -86,16 +86,21 @@ class Health:
 
 
 def assess(now: dt.datetime, *, node: str | None, stale_seconds: float) -> Health:
-    """Unhealthy when no drain of ``node`` (None: any node) was seen for ``stale_seconds``, or when jobs
-    have been due that long and none of its drains made progress meanwhile (a wedged cluster)."""
+    """Unhealthy when ``node`` (None: any node) holds no live lease and either no drain of it was seen
+    for ``stale_seconds``, or jobs have been due that long and none of its drains made progress
+    meanwhile (a wedged node). Idle drains record their presence every couple of seconds, so a short
+    window tells a wedge from idleness; a worker running a long job is busy, not stuck: its heartbeat
+    keeps its lease live."""
     stale = now - dt.timedelta(seconds=stale_seconds)
     drains = DrainPresence.objects.all() if node is None else DrainPresence.objects.filter(node=node)
     last = drains.filter(gone_at__isnull=True).aggregate(seen=Max("seen_at"), progress=Max("progress_at"))
-    busy = Job.objects.filter(status=JobStatus.LEASED, lease_until__gt=now)  # a long job heartbeats
+    busy = Job.objects.filter(status=JobStatus.LEASED, lease_until__gt=now)
     if node is not None:
         busy = busy.filter(lease_owner__startswith=f"{node}:")
     where = f"node {node}" if node else "any node"
-    if not (last["seen"] and last["seen"] >= stale) and not busy.exists():
+    if busy.exists():
+        return Health(True, f"drains on {where} are running jobs")
+    if not (last["seen"] and last["seen"] >= stale):
         gone = drains.aggregate(at=Max("gone_at"))["at"]
         if gone is not None:
             return Health(False, f"{where} stopped {(now - gone).total_seconds():.0f} s ago (its drains said so)")

@@ -1,11 +1,10 @@
-"""The functions django-q2 runs. They carry no job identity: RelayOps' tables say what to do.
+"""The units a worker runs. They carry no job identity: RelayOps' tables say what to do.
 
-Each drain runs the extractor and publishers the settings choose (pipeline.plugins).
-
-``drain`` is what every kick starts. Before it exits at the end of its budget it enqueues its
-successor, so each worker keeps a drain parked on LISTEN and an idle cluster starts a job within
-milliseconds. ``sweep`` is the once-a-minute schedule (``pipeline.runtime.cluster.ensure_sweeper_schedule``).
-Their dotted paths are stored in django-q2's broker and schedule rows: renaming them is a migration.
+``drain`` is what every worker process runs back to back for its whole life (pipeline.runtime.host),
+so each worker keeps a drain parked on LISTEN and an idle cluster starts a job within milliseconds.
+``drain_jobs`` and ``drain_outbox`` run one side only; ``sweep`` is one maintenance pass, which the
+host runs once a minute fleet-wide (pipeline.maintenance.sweeper.run_if_due). Each drain runs the
+extractor and publishers the settings choose (pipeline.plugins).
 """
 
 from __future__ import annotations
@@ -19,12 +18,8 @@ from pipeline.clock import system_clock
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.maintenance.sweeper import Sweeper
 from pipeline.plugins import configured_extractor, configured_publisher
-from pipeline.runtime import liveness, wakeups
-from pipeline.runtime.drain import Drain, DrainEnding
-from pipeline.runtime.shutdown import STATE
-from relayops.logging import get_logger
-
-log = get_logger(__name__)
+from pipeline.runtime import liveness
+from pipeline.runtime.drain import Drain
 
 
 def crash_injector() -> CrashInjector:
@@ -35,7 +30,7 @@ def crash_injector() -> CrashInjector:
 
 
 def drain(max_seconds: float | None = None) -> dict[str, Any]:
-    """Run jobs and publish the outbox (the task every kick enqueues)."""
+    """Run jobs and publish the outbox (what every worker runs)."""
     return _run(max_seconds, jobs=True, outbox=True)
 
 
@@ -50,28 +45,14 @@ def drain_outbox(max_seconds: float | None = None) -> dict[str, Any]:
 
 
 def _run(max_seconds: float | None, *, jobs: bool, outbox: bool) -> dict[str, Any]:
+    """One drain; an exception (the database is away, most likely) is the host's to retry."""
     options = settings.RELAYOPS
-    task = f"{__name__}." + ("drain" if jobs and outbox else "drain_jobs" if jobs else "drain_outbox")
-    try:
-        report = Drain(
-            liveness.worker_id(), max_seconds=max_seconds or options["DRAIN_SECONDS"], jobs=jobs, outbox=outbox,
-            poll_seconds=options["DRAIN_POLL_SECONDS"], claim_seconds=options["OUTBOX_CLAIM_SECONDS"],
-            extractor=configured_extractor(), publisher=configured_publisher(), crash=crash_injector(),
-        ).run()
-    except Exception as exc:  # the database is unreachable, most likely: wait, then hand over anyway
-        log.error("drain.failed", error_type=type(exc).__name__)
-        STATE.requested.wait(min(5.0, options["DRAIN_SECONDS"]))
-        _successor(task)
-        raise
-    if report.ended == DrainEnding.BUDGET:
-        _successor(task)
+    report = Drain(
+        liveness.worker_id(), max_seconds=max_seconds or options["DRAIN_SECONDS"], jobs=jobs, outbox=outbox,
+        poll_seconds=options["DRAIN_POLL_SECONDS"], claim_seconds=options["OUTBOX_CLAIM_SECONDS"],
+        extractor=configured_extractor(), publisher=configured_publisher(), crash=crash_injector(),
+    ).run()
     return asdict(report)
-
-
-def _successor(task: str) -> None:
-    """Hand this worker's place to the next drain, unless the cluster is stopping."""
-    if not STATE.requested.is_set():
-        wakeups.kick_drain(task)
 
 
 def sweep() -> dict[str, Any]:

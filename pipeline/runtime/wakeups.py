@@ -1,20 +1,16 @@
 """Wake-ups that carry no job identity: losing, repeating or replaying one is harmless.
 
 ``ring`` runs inside the caller's transaction, so a wake-up exists exactly when the row that caused
-it committed: a PostgreSQL NOTIFY (delivered at commit) for drains that are listening, and, when the
-cluster is enabled, a django-q2 "kick": a task with no arguments that starts a drain if none runs.
-Kicks are coalesced: while enough drain tasks already wait unstarted in the broker, another would
-only start a drain that finds nothing, so none is added. ``Listener`` is the other end: a drain's
-own autocommit connection waiting on the NOTIFYs.
+it committed: a PostgreSQL NOTIFY, delivered at commit to the drains listening. Every worker process
+keeps a drain parked (pipeline.runtime.host), so nothing else needs waking; a missed NOTIFY costs at
+most a drain's poll interval. ``Listener`` is the other end: a drain's own autocommit connection
+waiting on the NOTIFYs.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 
-from django.conf import settings
 from django.db import connection
 
 from relayops.errors import InvalidInputError
@@ -22,12 +18,7 @@ from relayops.errors import InvalidInputError
 JOBS = "relayops_jobs"
 OUTBOX = "relayops_outbox"
 CHANNELS = (JOBS, OUTBOX)
-
-DRAIN_TASK = "pipeline.runtime.tasks.drain"
-KICK_OPTIONS = {"ack_failure": True, "save": False, "task_name": "relayops-drain"}
-
-_full_until = 0.0  # monotonic time until which this process takes the broker queue as full without asking
-_relaying_here = False  # a drain of this process publishes the outbox right after its own commits
+CONNECT_TIMEOUT_SECONDS = 5  # a database that does not answer fails the drain, which starts again
 
 
 def _check_channel(channel: str) -> None:
@@ -35,62 +26,12 @@ def _check_channel(channel: str) -> None:
         raise InvalidInputError("channel", f"unknown wake-up channel {channel!r}")
 
 
-@contextmanager
-def relaying_here() -> Iterator[None]:
-    """While a drain that publishes the outbox runs in this process, commits need no outbox kick."""
-    global _relaying_here
-    previous, _relaying_here = _relaying_here, True
-    try:
-        yield
-    finally:
-        _relaying_here = previous
-
-
 def ring(channel: str) -> None:
-    """NOTIFY ``channel`` and add a kick, both in the caller's transaction."""
+    """NOTIFY ``channel`` in the caller's transaction (SQLite has no NOTIFY: its drains poll)."""
     _check_channel(channel)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, '')", [channel])
-    if channel == JOBS or not _relaying_here:
-        kick_drain()
-
-
-def kick_drain(task: str = DRAIN_TASK) -> bool:
-    """Add one ``task`` (a drain) unless kicks are off, django-q2 runs tasks inline, or enough wait.
-
-    True if one was added. A skipped or lost kick costs latency at most: parked drains hear the
-    NOTIFY, and the sweeper re-kicks every minute.
-    """
-    if not settings.RELAYOPS["KICKS"]:
-        return False
-    from django_q.conf import Conf
-
-    if Conf.SYNC:  # a synchronous "kick" would run a whole drain inside the caller
-        return False
-    global _full_until
-    if time.monotonic() < _full_until:  # a burst: one count per KICK_CACHE_SECONDS, not one per enqueue
-        return False
-    if waiting_drains(limit=settings.RELAYOPS["KICK_COALESCE"]) >= settings.RELAYOPS["KICK_COALESCE"]:
-        _full_until = time.monotonic() + settings.RELAYOPS["KICK_CACHE_SECONDS"]
-        return False
-    from django_q.tasks import async_task
-
-    async_task(task, q_options=dict(KICK_OPTIONS))
-    return True
-
-
-def waiting_drains(*, limit: int) -> int:
-    """How many tasks wait unstarted in this cluster's queue (counted up to ``limit``).
-
-    Every task on the queue is a drain kick or the sweeper, and both make progress, so they are not
-    told apart (that would mean unpickling payloads). Tasks a pusher took carry a future lock.
-    """
-    from django.utils import timezone
-    from django_q.conf import Conf
-    from django_q.models import OrmQ
-
-    return OrmQ.objects.using(Conf.ORM).filter(key=Conf.CLUSTER_NAME, lock__lte=timezone.now())[:limit].count()
 
 
 class Listener:
@@ -106,7 +47,8 @@ class Listener:
         self.channels = tuple(channels)
         for channel in self.channels:
             _check_channel(channel)
-        self._conn = psycopg.connect(**connection.get_connection_params(), autocommit=True)
+        params = {"connect_timeout": CONNECT_TIMEOUT_SECONDS, **connection.get_connection_params()}
+        self._conn = psycopg.connect(**params, autocommit=True)
         for channel in self.channels:
             self._conn.execute(f'LISTEN "{channel}"')  # names are our constants, checked above
 

@@ -27,7 +27,7 @@ def story(acme_operator):
     dead-letters it, olivia reprocesses; v2's first worker stalls, a second takes over with fence 2
     and commits; the event is published; olivia approves."""
     clock = factories.ago(hours=2)
-    v1, _ = queue.enqueue("acme", "invoice-42", 1, invoice(42), max_attempts=2, clock=clock)
+    v1, _ = queue.enqueue("acme", "invoice-42", 1, invoice(42), max_lease_expiries=1, clock=clock)
     for worker in ("w-crashed", "w-crashed-too"):
         assert queue.lease_next(worker, lease_seconds=30, clock=clock) is not None
         clock.advance(60)
@@ -68,7 +68,7 @@ def test_the_timeline_tells_the_whole_story_in_order(story, auditor):
     for said in (
         "Lease expired: worker crashed or stalled",  # v1's crash and v2's stall
         "worker w-crashed</td>", "worker w-crashed-too", "Leased (fence 2)", "worker w-good",
-        "Dead-lettered: max_attempts_exceeded", "last error lease_expired",
+        "Dead-lettered: lease_expiries_exceeded", "last error lease_expired",
         "Reprocessed by olivia as version 2", "reason: worker host rebooted mid-run",
         "Result committed", "with fence 2", "Event published", "Review approved by olivia", "waited 5 min",
     ):

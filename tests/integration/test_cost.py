@@ -1,6 +1,6 @@
 """The hot path's cost, counted, and the claim served by the live-rows partial index.
 
-Pinned figures (PostgreSQL, autocommit as in production, kicks off as inside a drain):
+Pinned figures (PostgreSQL, autocommit as in production):
   lease_next                 1 statement, 1 transaction (the claim, closing and opening attempts)
   commit_result_with_event   5 statements, 1 transaction (complete, close attempt, result, event, NOTIFY)
   publish_pending (n events) 2 + 2n statements: one claim and one mark per batch, the consumer's
@@ -25,12 +25,6 @@ from tests.conftest import invoice
 FIELDS = {"invoice_number": "INV-1", "total": "1.00"}
 
 
-@pytest.fixture
-def no_kicks(settings):
-    """The drain's own configuration: no django-q2 kick rides on the hot path."""
-    settings.RELAYOPS = {**settings.RELAYOPS, "KICKS": False}
-
-
 CONTROL = {"BEGIN", "COMMIT", "ROLLBACK"}
 
 
@@ -51,7 +45,7 @@ def hot_path(queries) -> tuple[list[str], int]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_statements_and_transactions_per_job_on_the_hot_path(clock, no_kicks):
+def test_statements_and_transactions_per_job_on_the_hot_path(clock):
     queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
 
     with CaptureQueriesContext(connection) as queries:
@@ -71,7 +65,7 @@ def test_statements_and_transactions_per_job_on_the_hot_path(clock, no_kicks):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_relay_claims_and_marks_once_per_batch(clock, no_kicks):
+def test_the_relay_claims_and_marks_once_per_batch(clock):
     for n in range(5):
         queue.enqueue("acme", f"inv-{n}", 1, invoice(n), clock=clock)
         commit_result_with_event(queue.lease_next("w1", clock=clock), FIELDS, clock=clock)

@@ -23,15 +23,22 @@ def every_kind_of_job(clock) -> dict[str, int]:
     """One job of each kind a claimer meets, by name."""
     now = clock.now()
     ids = {}
-    for name in ("queued", "future", "leased_live", "leased_expired", "exhausted", "past_deadline", "done"):
-        ids[name] = queue.enqueue("acme", name, 1, invoice(), max_attempts=2 if name == "exhausted" else 3,
+    names = ("queued", "future", "spent", "leased_live", "leased_expired", "last_attempt_expired", "crashed_out",
+             "past_deadline", "done")
+    for name in names:
+        ids[name] = queue.enqueue("acme", name, 1, invoice(), max_attempts=3, max_lease_expiries=2,
                                   deadline=dt.timedelta(hours=1), clock=clock)[0].pk
     Job.objects.filter(pk=ids["future"]).update(visible_at=now + dt.timedelta(minutes=5))
-    ends = {"leased_live": dt.timedelta(seconds=30), "leased_expired": -dt.timedelta(seconds=1),
-            "exhausted": -dt.timedelta(seconds=1)}
-    for name, until in ((name, now + delta) for name, delta in ends.items()):
-        Job.objects.filter(pk=ids[name]).update(status=JobStatus.LEASED, lease_owner="w", lease_until=until,
-                                                visible_at=until, fence=1, attempt=2 if name == "exhausted" else 1)
+    Job.objects.filter(pk=ids["spent"]).update(attempt=3)  # queued with no attempt left
+    leases = {  # name: (lease ends, attempt, lease expiries so far)
+        "leased_live": (dt.timedelta(seconds=30), 1, 0), "leased_expired": (-dt.timedelta(seconds=1), 1, 0),
+        "last_attempt_expired": (-dt.timedelta(seconds=1), 3, 1),  # crashes are not attempts: retaken
+        "crashed_out": (-dt.timedelta(seconds=1), 1, 2),  # no lease expiry left: the rescuer's
+    }
+    for name, (ends, attempt, expiries) in leases.items():
+        Job.objects.filter(pk=ids[name]).update(
+            status=JobStatus.LEASED, lease_owner="w", lease_until=now + ends, visible_at=now - dt.timedelta(minutes=1),
+            fence=1 + expiries, attempt=attempt, lease_expiries=expiries)
     Job.objects.filter(pk=ids["past_deadline"]).update(deadline_at=now - dt.timedelta(seconds=1),
                                                        visible_at=now - dt.timedelta(minutes=2))
     Job.objects.filter(pk=ids["done"]).update(status=JobStatus.SUCCEEDED, finished_at=now)
@@ -46,7 +53,7 @@ def raw_claimable(now: dt.datetime) -> set[int]:
 
 def test_the_claim_and_the_queryset_select_the_same_jobs(clock):
     ids = every_kind_of_job(clock)
-    expected = {ids[name] for name in ("queued", "leased_expired", "past_deadline")}
+    expected = {ids[name] for name in ("queued", "leased_expired", "last_attempt_expired", "past_deadline")}
     assert set(Job.objects.claimable(clock.now()).values_list("pk", flat=True)) == expected
     assert raw_claimable(clock.now()) == expected
 

@@ -1,5 +1,5 @@
 """Drains in-process on real PostgreSQL: lease loss abandons the job, stop and hurry, release without
-an attempt, and kicks coalescing in the enqueue transaction."""
+an attempt."""
 
 from __future__ import annotations
 
@@ -7,11 +7,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.db.models import F
-from django.test import override_settings
-from django_q.conf import Conf
-from django_q.models import OrmQ
 
 from pipeline import queue
 from pipeline.runtime.drain import Drain
@@ -86,23 +82,6 @@ def test_a_hurried_drain_releases_its_lease_without_counting_the_attempt():
     job.refresh_from_db()
     assert (job.status, job.attempt, job.fence) == ("queued", 0, 1)
     assert Attempt.objects.get(job=job).error_code == "shutdown"
-
-
-def waiting_kicks() -> int:
-    return OrmQ.objects.filter(key=Conf.CLUSTER_NAME).count()
-
-
-def test_kicks_commit_with_the_enqueue_and_coalesce():
-    with override_settings(RELAYOPS={**settings.RELAYOPS, "KICK_COALESCE": 2, "KICK_CACHE_SECONDS": 0}):
-        for n in range(10):
-            queue.enqueue("acme", f"doc-{n}", 1, invoice(n))
-    assert waiting_kicks() == 2
-
-
-def test_kicks_are_a_no_op_when_disabled():
-    with override_settings(RELAYOPS={**settings.RELAYOPS, "KICKS": False}):
-        queue.enqueue("acme", "doc", 1, invoice(1))
-    assert waiting_kicks() == 0
 
 
 def test_a_drain_is_present_from_its_start_even_when_its_first_job_is_long():

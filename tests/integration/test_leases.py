@@ -40,6 +40,7 @@ def test_nothing_to_lease_returns_none(clock):
 
 def test_lease_takes_the_oldest_visible_job_and_hides_it(clock):
     first, _ = queue.enqueue("acme", "a", 1, invoice(1), clock=clock)
+    enqueued_at = clock.now()
     clock.advance(1)
     second, _ = queue.enqueue("acme", "b", 1, invoice(2), clock=clock)
     lease = queue.lease_next("w1", lease_seconds=30, clock=clock)
@@ -49,7 +50,7 @@ def test_lease_takes_the_oldest_visible_job_and_hides_it(clock):
     assert queue.lease_next("w3", lease_seconds=30, clock=clock) is None
     job = Job.objects.get(pk=first.pk)
     assert (job.status, job.lease_owner, job.lease_until, job.visible_at) == (
-        "leased", "w1", lease.lease_until, lease.lease_until,
+        "leased", "w1", lease.lease_until, enqueued_at,  # the lease hides it; its place in line stays
     )
 
 
@@ -61,12 +62,14 @@ def test_every_lease_is_recorded_by_the_claim_and_a_takeover_closes_the_expired_
     assert queue.lease_next("w2", lease_seconds=30, clock=clock) is None  # not expired yet
     clock.advance(2)
     two = queue.lease_next("w2", lease_seconds=30, clock=clock)
-    assert (two.job_id, two.fence, two.attempt) == (job.pk, 2, 2)
+    assert (two.job_id, two.fence, two.attempt) == (job.pk, 2, 1)  # a takeover is not a new attempt
     taken_at = clock.now()
     assert attempts(job.pk) == [
         (1, 1, "w1", start, taken_at, "lease_expired"),
-        (2, 2, "w2", taken_at, None, ""),
+        (2, 1, "w2", taken_at, None, ""),
     ]
+    job.refresh_from_db()
+    assert (job.attempt, job.lease_expiries) == (1, 1)
 
 
 def test_heartbeat_extends_the_lease(clock):
@@ -169,30 +172,38 @@ def test_a_finished_lease_is_refused_too(clock, call):
     assert snapshot() == before
 
 
-def test_rescuer_dead_letters_an_expired_last_attempt(clock):
-    job, _ = queue.enqueue("acme", "a", 1, invoice(), max_attempts=1, clock=clock)
+def crash_out(job: Job) -> None:
+    """Place the job's lease at its last allowed expiry (as if its workers had crashed that often)."""
+    Job.objects.filter(pk=job.pk).update(lease_expiries=F("max_lease_expiries"))
+
+
+def test_rescuer_dead_letters_a_job_whose_leases_expired_past_their_budget(clock):
+    job, _ = queue.enqueue("acme", "a", 1, invoice(), max_attempts=1, max_lease_expiries=1, clock=clock)
     queue.lease_next("w1", lease_seconds=30, clock=clock)
     clock.advance(31)
-    assert queue.lease_next("w2", clock=clock) is None  # no attempt left: not re-leased, left to the rescuer
+    assert queue.lease_next("w2", lease_seconds=30, clock=clock).fence == 2  # one expiry allowed: taken over
+    clock.advance(31)
+    assert queue.lease_next("w3", clock=clock) is None  # no expiry left: not re-leased, left to the rescuer
     report = LeaseRescuer().run_once(clock.now())
     assert (report.dead_lettered, report.cancelled) == (1, 0)
     job.refresh_from_db()
-    assert (job.status, job.last_error_code, job.finished_at, job.attempt) == (
-        "dead_lettered", "lease_expired", clock.now(), 1,
+    assert (job.status, job.last_error_code, job.finished_at, job.attempt, job.lease_expiries) == (
+        "dead_lettered", "lease_expired", clock.now(), 1, 1,
     )
     dead = DeadLetter.objects.get(job=job)
     assert (dead.reason_code, dead.error_code, dead.attempts, dead.tenant) == (
-        DeadLetterReason.MAX_ATTEMPTS_EXCEEDED, "lease_expired", 1, "acme",
+        DeadLetterReason.LEASE_EXPIRIES_EXCEEDED, "lease_expired", 1, "acme",
     )
-    assert attempts(job.pk)[0][4:] == (clock.now(), "lease_expired")
+    assert attempts(job.pk)[-1][4:] == (clock.now(), "lease_expired")
     assert LeaseRescuer().run_once(clock.now()) == ExpiryReport(0, 0)
 
 
-def test_rescuer_leaves_live_leases_and_jobs_with_attempts_left(clock):
-    queue.enqueue("acme", "last", 1, invoice(1), max_attempts=1, clock=clock)
-    queue.enqueue("acme", "more", 1, invoice(2), max_attempts=3, clock=clock)
+def test_rescuer_leaves_live_leases_and_jobs_with_expiries_left(clock):
+    last, _ = queue.enqueue("acme", "last", 1, invoice(1), clock=clock)
+    queue.enqueue("acme", "more", 1, invoice(2), clock=clock)
     queue.lease_next("w1", lease_seconds=30, clock=clock)
     queue.lease_next("w1", lease_seconds=60, clock=clock)
+    crash_out(last)
     clock.advance(29)
     before = snapshot()
     assert LeaseRescuer().run_once(clock.now()) == ExpiryReport(0, 0)
@@ -202,9 +213,10 @@ def test_rescuer_leaves_live_leases_and_jobs_with_attempts_left(clock):
     assert Job.objects.get(document_id="more").status == "leased"
 
 
-def test_rescuer_cancels_an_expired_last_attempt_past_its_deadline(clock):
-    job, _ = queue.enqueue("acme", "a", 1, invoice(), max_attempts=1, deadline=dt.timedelta(seconds=40), clock=clock)
+def test_rescuer_cancels_a_crashed_out_job_past_its_deadline(clock):
+    job, _ = queue.enqueue("acme", "a", 1, invoice(), deadline=dt.timedelta(seconds=40), clock=clock)
     queue.lease_next("w1", lease_seconds=30, clock=clock)
+    crash_out(job)
     clock.advance(41)
     assert LeaseRescuer().run_once(clock.now()).cancelled == 1
     job.refresh_from_db()

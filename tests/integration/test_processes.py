@@ -43,11 +43,12 @@ BARRIER = 7_240_001
 T0 = dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.timezone.utc)
 
 
-def child_env() -> dict[str, str]:
-    """The child's settings point at *this* test database, not the configured one."""
+def child_env(port: int | None = None) -> dict[str, str]:
+    """The child's settings point at *this* test database, not the configured one (through ``port``
+    on loopback when given: a proxy in front of the server)."""
     db = connection.settings_dict
     auth = quote(db["USER"] or "", safe="") + (f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else "")
-    host = f"{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}"
+    host = f"127.0.0.1:{port}" if port else f"{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}"
     return {
         **os.environ, "DJANGO_SETTINGS_MODULE": "relayops.settings_test", "LOG_LEVEL": "WARNING",
         "DATABASE_URL": f"postgresql://{auth}@{host}/{db['NAME']}",
@@ -55,10 +56,10 @@ def child_env() -> dict[str, str]:
 
 
 class Child:
-    def __init__(self, scenario: str, **args: Any) -> None:
+    def __init__(self, scenario: str, port: int | None = None, **args: Any) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.integration.procs", scenario, json.dumps(args)],
-            cwd=ROOT, env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=ROOT, env=child_env(port), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True,
         )
 
@@ -81,8 +82,8 @@ def children():
     """Start children through this list; any still running when the test ends is killed."""
     started: list[Child] = []
 
-    def start(scenario: str, **args: Any) -> Child:
-        child = Child(scenario, **args)  # exec'd with close_fds: it shares no socket with us
+    def start(scenario: str, port: int | None = None, **args: Any) -> Child:
+        child = Child(scenario, port, **args)  # exec'd with close_fds: it shares no socket with us
         started.append(child)
         return child
 
@@ -234,7 +235,8 @@ def test_racing_processes_never_hold_one_job_at_once_and_fences_only_grow(childr
     for job in Job.objects.filter(pk__in=jobs):
         history = list(job.attempts.order_by("fence").values_list("fence", "attempt", "worker", "leased_at"))
         assert [fence for fence, *_ in history] == list(range(1, job.fence + 1))
-        assert [attempt for _, attempt, *_ in history] == list(range(1, job.fence + 1))
+        assert [attempt for _, attempt, *_ in history] == [1] * job.fence  # a takeover is no new attempt
+        assert job.lease_expiries == job.fence - 1
         assert all(later[3] >= earlier[3] + dt.timedelta(seconds=30) for earlier, later in zip(history, history[1:]))
         assert job.status == "succeeded" and history[-1][2] == owners[job.pk]
     assert Result.objects.count() == OutboxEvent.objects.count() == 40
