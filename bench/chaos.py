@@ -35,7 +35,6 @@ from pathlib import Path
 from benchdb import ROOT, database_url, fresh_database  # bench/ is on sys.path when run as a script
 
 TENANTS = ("acme", "globex", "initech")
-INVOICE = "INVOICE NO: INV-{n}\nDATE: 2026-02-14\nVENDOR: Globex Supplies\nTOTAL: {n}.50 EUR\n"
 # kind: (share of the mix, what it must end as)
 MIX = {"valid": (0.70, "succeeded"), "flaky": (0.10, "succeeded"), "malformed": (0.08, "dead_lettered"),
        "forever": (0.06, "dead_lettered"), "late": (0.06, "cancelled")}
@@ -96,14 +95,15 @@ def enqueue_some(run: Run, count: int) -> None:
     import datetime as dt
 
     from pipeline import queue
+    from pipeline.extraction import synthetic
 
     for _ in range(count):
         n = len(run.jobs)
         kind = run.rng.choices(list(MIX), weights=[share for share, _ in MIX.values()])[0]
-        payload: dict = {"text": INVOICE.format(n=n % 997 + 1)}
+        payload: dict = {"text": synthetic.valid(n % 997 + 1).text}
         options: dict = {"max_attempts": 3}
         if kind == "malformed":
-            payload = {"text": "not an invoice"}
+            payload = {"text": synthetic.malformed(list(synthetic.Malformed)[n % len(synthetic.Malformed)], n).text}
         elif kind == "flaky":
             payload["simulate"] = {"transient_failures": 1}
         elif kind == "forever":

@@ -14,7 +14,7 @@ from pipeline.errors import (
 )
 from pipeline.idempotency import MAX_KEY_LENGTH, build_idempotency_key
 from pipeline.reasons import DeadLetterReason, ErrorClass, ErrorCode
-from pipeline.retry import Cancel, DeadLetter, Retry, RetryPolicy, classify
+from pipeline.retry import PERMANENT_REASONS, Cancel, DeadLetter, Retry, RetryPolicy, classify
 
 tenants = st.from_regex(r"[a-z][a-z0-9-]{1,32}", fullmatch=True)
 documents = st.text(st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")), min_size=1,
@@ -84,7 +84,7 @@ def test_every_failure_gets_exactly_one_decision_within_attempts_and_deadline(
     if error_class == ErrorClass.CANCELLED:
         assert isinstance(decision, Cancel)
     if error_class == ErrorClass.PERMANENT:
-        assert decision == DeadLetter(DeadLetterReason.PERMANENT_ERROR, code)
+        assert decision == DeadLetter(PERMANENT_REASONS.get(code, DeadLetterReason.PERMANENT_ERROR), code)
     if error_class == ErrorClass.TRANSIENT and attempt >= max_attempts:
         assert decision == DeadLetter(DeadLetterReason.MAX_ATTEMPTS_EXCEEDED, code)
 
