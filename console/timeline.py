@@ -10,7 +10,9 @@ import datetime as dt
 import enum
 from dataclasses import dataclass, replace
 
-from dlq.models import AuditEntry, ReprocessRefusal
+from django.db.models import Q
+
+from dlq.models import AuditAction, AuditEntry, ReprocessRefusal
 from pipeline.models import Attempt, DeadLetter, Job, OutboxEvent, Result, Review, ReviewStatus
 from pipeline.outbox import RESULT_TOPIC
 from pipeline.reasons import ErrorCode
@@ -35,6 +37,7 @@ class EntryKind(enum.StrEnum):
     DECIDED = "decided"
     REFUSED = "refused"
     REPROCESSED = "reprocessed"
+    AUDITED = "audited"  # any other operator decision on the record (a review decision, a live-job action)
 
 
 _PLACE = {kind: place for place, kind in enumerate(EntryKind)}
@@ -164,9 +167,14 @@ def _dlq_entries(
     ]
     for a in audits:
         because = f"reason: {a.reason}" if a.reason else "no reason given"
-        entries.append(Entry(a.at, EntryKind.REPROCESSED, versions[a.old_job_id],
-                             f"Reprocessed by {a.operator} as version {versions.get(a.new_job_id, '?')}", because,
-                             link="admin:dlq_auditentry_change", link_pk=a.pk))
+        if a.action == AuditAction.REPROCESS and a.old_job_id is not None:
+            entries.append(Entry(a.at, EntryKind.REPROCESSED, versions[a.old_job_id],
+                                 f"Reprocessed by {a.operator} as version {versions.get(a.new_job_id or 0, '?')}", because,
+                                 link="admin:dlq_auditentry_change", link_pk=a.pk))
+        elif a.job_id in versions:
+            entries.append(Entry(a.at, EntryKind.AUDITED, versions[a.job_id],
+                                 f"{a.get_action_display()} by {a.operator}", because,
+                                 link="admin:dlq_auditentry_change", link_pk=a.pk))
     job_of = {d.pk: d.job_id for d in dead}
     for f in refusals:
         entries.append(Entry(f.at, EntryKind.REFUSED, versions[job_of[f.dead_letter_id]],
@@ -190,7 +198,7 @@ def document_timeline(tenant: str, document_id: str) -> DocumentTimeline:
     reviews = list(Review.objects.filter(job_id__in=ids).select_related("decided_by"))
     entries += _outcome_entries(jobs, results, events, reviews)
     dead = list(DeadLetter.objects.filter(job_id__in=ids))
-    audits = list(AuditEntry.objects.filter(old_job_id__in=ids))
+    audits = list(AuditEntry.objects.filter(Q(old_job_id__in=ids) | Q(job_id__in=ids)))
     refusals = list(ReprocessRefusal.objects.filter(dead_letter__job_id__in=ids))
     entries += _dlq_entries(versions, dead, audits, refusals)
     entries.sort(key=lambda e: e.sort_key)

@@ -198,32 +198,37 @@ class OperatorFilter(admin.SimpleListFilter):
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(PipelineRowAdmin):
-    """The reprocess history. Read-only for everyone; the database refuses UPDATE and DELETE too."""
+    """Every operator decision: reprocesses, review decisions, live-job actions, redeliveries. Read-only for
+    everyone; the database refuses UPDATE and DELETE too."""
 
     list_display = ["at", "operator", "tenant", "action", "old_version", "new_version", "reason", "timeline"]
-    list_filter = [OperatorFilter, TenantFilter, ("at", admin.DateFieldListFilter)]
-    list_select_related = ["old_job", "new_job"]
+    list_filter = [OperatorFilter, TenantFilter, "action", ("at", admin.DateFieldListFilter)]
+    list_select_related = ["old_job", "new_job", "job"]
     search_fields = ["=old_job__idempotency_key", "=new_job__idempotency_key", "=operator"]
     exact_search_fields = ["old_job__idempotency_key", "new_job__idempotency_key", "operator"]
     actions = None
     fields = readonly_fields = (
-        "at", "action", "tenant", "operator", "reason", "dead_letter", "old_job", "new_job", "timeline",
+        "at", "action", "tenant", "operator", "reason", "detail", "dead_letter", "old_job", "new_job", "job",
+        "review", "event_id", "timeline",
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[AuditEntry]:
-        return super().get_queryset(request).defer("old_job__payload", "new_job__payload")
+        return super().get_queryset(request).defer("old_job__payload", "new_job__payload", "job__payload")
 
-    @admin.display(description="old job", ordering="old_job__operation_version")
+    @admin.display(description="job", ordering="old_job__operation_version")
     def old_version(self, entry: AuditEntry) -> str:
-        return format_html("{} ({})", job_link(entry.old_job), clipped(entry.old_job.idempotency_key))
+        job = entry.old_job or entry.job
+        return format_html("{} ({})", job_link(job), clipped(job.idempotency_key)) if job else "–"
 
     @admin.display(description="new job", ordering="new_job__operation_version")
     def new_version(self, entry: AuditEntry) -> str:
-        return format_html("{} ({})", job_link(entry.new_job), clipped(entry.new_job.idempotency_key))
+        job = entry.new_job
+        return format_html("{} ({})", job_link(job), clipped(job.idempotency_key)) if job else "–"
 
     @admin.display(description="timeline")
     def timeline(self, entry: AuditEntry) -> str:
-        return timeline_link(entry.old_job_id)
+        job_id = entry.old_job_id or entry.job_id
+        return timeline_link(job_id) if job_id else "–"
 
 
 @admin.register(ReprocessRefusal)

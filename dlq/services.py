@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
+from dlq import audit
+from dlq.audit import check_reason, operator_identity
 from dlq.errors import NextVersionExistsError
 from dlq.models import AuditAction, AuditEntry
 from dlq.ratelimit import check_reprocess_allowed, record_refusal
@@ -25,7 +27,7 @@ from pipeline.models import DeadLetter, Job
 from pipeline.states import JobStatus
 from relayops.validation import check_int
 
-MAX_REASON_LENGTH = 500
+MAX_REASON_LENGTH = audit.MAX_REASON
 
 
 @dataclass(frozen=True)
@@ -33,21 +35,6 @@ class ReprocessOutcome:
     new_job: Job
     audit_entry: AuditEntry
     created: bool  # False: this dead letter was reprocessed before; the first new job is returned
-
-
-def _operator_identity(operator: object) -> tuple[str, AbstractBaseUser | None]:
-    """An operator is an authenticated user or a non-empty identity string (scripts, commands)."""
-    if isinstance(operator, AbstractBaseUser) and operator.is_authenticated and operator.pk is not None:
-        return operator.get_username(), operator
-    if isinstance(operator, str) and operator.strip() and len(operator) <= 150 and operator.isprintable():
-        return operator.strip(), None
-    raise InvalidInputError("operator", "an operator identity (a user or a non-empty name) is required")
-
-
-def _check_reason(reason: object) -> str:
-    if not isinstance(reason, str) or len(reason) > MAX_REASON_LENGTH or "\x00" in reason:
-        raise InvalidInputError("reason", f"must be a string of at most {MAX_REASON_LENGTH} characters")
-    return reason.strip()
 
 
 def reprocess_from_dlq(
@@ -62,9 +49,9 @@ def reprocess_from_dlq(
     job it did not create, and the rate limit is not spent. Refused with ReprocessRateLimitedError
     past the tenant's reprocess limit; the refusal is recorded as a ReprocessRefusal.
     """
-    name, user = _operator_identity(operator)
+    name, user = operator_identity(operator)
     check_int("dead_letter_id", dead_letter_id)
-    reason = _check_reason(reason)
+    reason = check_reason(reason)
     try:
         return _reprocess(dead_letter_id, name, user, reason, clock)
     except ReprocessRateLimitedError as refused:
@@ -81,7 +68,7 @@ def _reprocess(
         if dead is None:
             raise NotReprocessableError(f"dead letter {dead_letter_id} does not exist")
         previous = AuditEntry.objects.select_related("new_job").filter(dead_letter=dead).first()
-        if previous is not None:
+        if previous is not None and previous.new_job is not None:  # a reprocess entry always names it
             return ReprocessOutcome(previous.new_job, previous, created=False)
         old = dead.job
         if old.status != JobStatus.DEAD_LETTERED:
@@ -91,10 +78,9 @@ def _reprocess(
         _refuse_existing_next_version(old)  # before the limit: a refusal spends nothing
         check_reprocess_allowed(old.tenant, clock.now(), operator=name)
         new_job = _enqueue_next_version(old, clock)
-        entry = AuditEntry.objects.create(
-            at=clock.now(), action=AuditAction.REPROCESS, tenant=old.tenant, operator=name,
-            operator_user_id=user.pk if user else None, reason=reason, dead_letter=dead,
-            old_job=old, new_job=new_job,
+        entry = audit.record(
+            AuditAction.REPROCESS, at=clock.now(), tenant=old.tenant, operator=user or name, reason=reason,
+            dead_letter=dead, old_job=old, new_job=new_job, job=old,
         )
     return ReprocessOutcome(new_job, entry, created=True)
 
@@ -157,8 +143,8 @@ def reprocess_many(
     Bad arguments (operator, reason, an id that is not an integer) raise InvalidInputError before
     any row is tried.
     """
-    _operator_identity(operator)
-    _check_reason(reason)
+    operator_identity(operator)
+    check_reason(reason)
     ids = [check_int("dead_letter_id", dead_letter_id) for dead_letter_id in dead_letter_ids]
     tenants = dict(DeadLetter.objects.filter(pk__in=ids).values_list("pk", "tenant"))
     return [_one(dead_letter_id, tenants.get(dead_letter_id, ""), operator, reason, clock) for dead_letter_id in ids]
