@@ -116,6 +116,7 @@ def test_with_a_model_url_the_demo_runs_the_llm_extractor(tmp_path, fake_llm):
 
     with sqlite3.connect(tmp_path / "demo.sqlite3") as db:
         rows = db.execute("SELECT DISTINCT extractor, model_name FROM pipeline_attempt").fetchall()
-        codes = db.execute("SELECT error_code FROM pipeline_deadletter ORDER BY id").fetchall()
+        codes = db.execute("SELECT j.idempotency_key, d.error_code FROM pipeline_deadletter d "
+                           "JOIN pipeline_job j ON j.id = d.job_id ORDER BY j.idempotency_key").fetchall()
     assert rows == [("llm", MODEL)]
-    assert codes == [("validation_failed",), ("llm_refused",)]
+    assert codes == [("acme:INV-2001:v1", "validation_failed"), ("acme:INV-2003:v1", "llm_refused")]

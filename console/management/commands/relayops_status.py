@@ -7,6 +7,7 @@ frames, one after another and free of terminal codes, into a file or a pipe.
 from __future__ import annotations
 
 import datetime as dt
+import signal
 import time
 from typing import Any
 
@@ -33,6 +34,9 @@ class Command(BaseCommand):
             raise CommandError(f"unknown tenant {tenant!r}: no job and no member has it")
         # On a terminal each frame replaces the last; into a file or a pipe, frames follow each other.
         redraw = "\033[H\033[J" if self.stdout.isatty() else "\n"
+        if interval is not None:
+            # Ctrl-C (SIGINT) ends --watch even when started from a shell that ignores it in the background.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             while True:
                 text = self._frame(tenant)
