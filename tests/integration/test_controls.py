@@ -272,3 +272,17 @@ def test_the_command_as_a_user_is_scoped_and_permissioned_like_the_admin(olivia)
     with pytest.raises(CommandError, match="not a job id"):
         command("cancel", "abc", "--reason", "x")
     assert snapshot() == before
+
+
+def test_relayops_status_says_which_intake_is_paused(olivia, clock):
+    from console.status import render, tenants
+
+    queue.enqueue("acme", "doc", 1, invoice(1), clock=clock)
+    queue.enqueue("globex", "doc", 1, invoice(2), clock=clock)
+    services.pause_intake("acme", olivia, reason="x", clock=clock)
+    clock.advance(90)
+    rows = {row.tenant: row for row in tenants(clock.now())}
+    assert (rows["acme"].paused_seconds, rows["globex"].paused_seconds) == (90.0, None)
+    assert rows["acme"].oldest_due_seconds is None  # a paused tenant's jobs are not due
+    lines = render(clock.now(), list(rows.values()), []).splitlines()
+    assert lines[3].split()[:2] == ["acme", "paused"] and lines[4].split()[:2] == ["globex", "open"]
