@@ -184,3 +184,14 @@ def test_the_progress_callback_hears_every_row_including_those_left_at_the_limit
     assert len(heard) == 23 and heard.count(None) == 2  # 20 done, 1 refused, 2 not tried
     assert (report.reprocessed, report.not_tried["acme"]) == (20, 2)
     assert 3590 <= report.retry_after_seconds["acme"] <= 3600
+
+
+def test_a_tenants_own_lower_limit_refuses_past_it_and_leaves_other_tenants_alone():
+    from dlq.services import RowResult, reprocess_many
+
+    ours, theirs = dead_letters("acme", 5), dead_letters("globex", 5)
+    services.set_reprocess_limit("acme", 3, Actor.command("lead"), reason="be careful with acme")
+    outcomes = reprocess_many(ours + theirs, "script", reason="retry")
+    assert [o.result for o in outcomes] == [RowResult.REPROCESSED] * 3 + [RowResult.RATE_LIMITED] * 2 + [
+        RowResult.REPROCESSED] * 5
+    assert ReprocessRefusal.objects.filter(tenant="acme").count() == 2
