@@ -58,6 +58,8 @@ def test_cancel_from_the_list_asks_for_a_reason_then_cancels_and_audits(acme_ope
     assert set(Job.objects.values_list("status", flat=True)) == {"cancelled"}
     assert sorted(AuditEntry.objects.values_list("action", "operator", "reason", "job_id")) == [
         ("cancel", "olivia", "duplicate upload", j.pk) for j in jobs]
+    timeline = client.get(reverse("admin:pipeline_job_timeline", args=[jobs[0].pk])).content.decode()
+    assert "Cancel by olivia" in timeline and "reason: duplicate upload" in timeline
 
 
 def test_a_finished_job_in_the_selection_is_left_and_said_so(acme_operator):
