@@ -1,4 +1,5 @@
-"""What ``relayops_status`` shows: per tenant, whether its intake is paused (and how long), queue depth by status, how long the oldest due job has
+"""What ``relayops_status`` shows: per tenant, whether its intake is paused (and how long), queue depth by
+status, how long the oldest due job has
 waited, outbox lag and DLQ size by reason; per node, when its drains were last seen and made progress,
 or when the node stopped."""
 

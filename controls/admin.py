@@ -84,8 +84,8 @@ class ControlledJobAdmin(JobAdmin):
         if not request.user.has_perm(f"tenancy.{codename}"):  # re-checked on the confirming POST
             raise PermissionDenied
         confirmed = self.confirm_action(
-            request, queryset, action=action, title=f"{verb} jobs", template="admin/pipeline/job/control_confirmation.html",
-            form_class=ReasonForm,
+            request, queryset, action=action, title=f"{verb} jobs", form_class=ReasonForm,
+            template="admin/pipeline/job/control_confirmation.html",
         )
         if isinstance(confirmed, HttpResponse) or confirmed is None:
             return confirmed

@@ -1,4 +1,5 @@
-"""Operators acting on what they see: live-job actions and tenant controls, shared by the admin, the API and commands."""
+"""Operators acting on what they see: live-job actions and tenant controls, shared by the admin, the API
+and commands."""
 
 from django.apps import AppConfig
 

@@ -1,5 +1,6 @@
 """The ingest API (django-ninja): ``POST /api/v1/documents``, ``GET /api/v1/jobs/{id}``,
-``POST /api/v1/jobs/{id}/cancel``, ``POST /api/v1/jobs/{id}/run-now``, ``GET /api/v1/documents/{document_id}``; the OpenAPI schema at ``/api/v1/openapi.json``.
+``POST /api/v1/jobs/{id}/cancel``, ``POST /api/v1/jobs/{id}/run-now``,
+``GET /api/v1/documents/{document_id}``; the OpenAPI schema at ``/api/v1/openapi.json``.
 
 Every request carries ``Authorization: Bearer <API key>``; the key decides the tenant. Every error is
 problem+json (ingest.problems). Jobs are created by ``queue.enqueue`` only (through ingest.documents).

@@ -26,7 +26,8 @@ from tenancy.services import scope
 JOB_FIELDS = (
     "idempotency_key", "tenant", "document_id", "operation_version", "status", "attempt", "max_attempts",
     "created_at", "visible_at", "leased_at", "lease_until", "deadline_at", "lease_owner", "fence",
-    "last_error", "finished_at", "reprocessed_from", "payload_hash", "dead_letter_link", "review_link", "timeline", "spend",
+    "last_error", "finished_at", "reprocessed_from", "payload_hash", "dead_letter_link", "review_link", "timeline",
+    "spend",
 )
 SEARCH_HELP = (
     "An exact idempotency key (tenant:document:vN), the start of a document id, or tenant:start of a document id."

@@ -7,8 +7,9 @@ tenants' intake. Auditors view the same rows and act on nothing.
 Raising or lowering a tenant's reprocess rate limit (``tenancy.set_reprocess_limit``) is in no role:
 the limit is the brake on a script or a hurried operator reprocessing a whole DLQ, so the people it
 brakes must not be able to lift it themselves. Superusers have it; for a planned recovery a superuser
-grants it to the one operator leading it (the user page's permissions) and takes it back afterwards. A change to ROLES needs a new migration that depends on
-the models it names and calls ``ensure_roles`` with a frozen copy of the new roles (as 0003 does):
+grants it to the one operator leading it (the user page's permissions) and takes it back afterwards.
+
+A change to ROLES needs a new migration that depends on the models it names and calls ``ensure_roles`` with a frozen copy of the new roles (as 0003 does):
 migrations must not change when this module does.
 """
 

@@ -60,7 +60,8 @@ class Command(BaseCommand):
         parser.add_argument("--reason", choices=DeadLetterReason.values, help="only dead letters with this reason")
         parser.add_argument("--since", type=_moment_arg, help="dead-lettered at or after (ISO date or datetime, UTC)")
         parser.add_argument("--until", type=_moment_arg, help="dead-lettered before (ISO date or datetime, UTC)")
-        parser.add_argument("--reason-text", default="", help="why: kept in every audit entry (required unless --dry-run)")
+        parser.add_argument("--reason-text", default="",
+                            help="why: kept in every audit entry (required unless --dry-run)")
         parser.add_argument("--dry-run", action="store_true", help="print what would be done and write nothing")
         parser.add_argument("--user", help="act as this user: their permission and tenants apply, the audit names them")
 
@@ -94,7 +95,8 @@ class Command(BaseCommand):
             self.stderr.write(f"  {detail}")
         for tenant, wait in sorted(report.retry_after_seconds.items()):
             self.stdout.write(
-                f"{tenant}: reprocess limit reached; {counted(report.not_tried[tenant], 'more dead letter')} not tried. "
+                f"{tenant}: reprocess limit reached; "
+                f"{counted(report.not_tried[tenant], 'more dead letter')} not tried. "
                 f"Run this again in {format_duration(dt.timedelta(seconds=wait))} (done ones are skipped), or have "
                 "the limit raised in the admin's tenant controls."
             )
@@ -121,8 +123,8 @@ class Command(BaseCommand):
         now = timezone.now()
         for tenant, n in seen.by_tenant.items():
             policy, fits = room(tenant, now)
-            self.stdout.write(f"  tenant {tenant}: {n}; its limit ({policy.limit} per {format_duration(policy.window)}) "
-                              f"lets {min(fits, n)} through now")
+            self.stdout.write(f"  tenant {tenant}: {n}; its limit ({policy.limit} per "
+                              f"{format_duration(policy.window)}) lets {min(fits, n)} through now")
         if seen.same_failure:
             self.stdout.write(
                 f"Warning: {counted(seen.same_failure, 'dead letter')} failed for a permanent reason with the "
