@@ -33,11 +33,19 @@ from pipeline.runtime import wakeups
 from pipeline.states import JobStatus
 from relayops.errors import InvalidInputError
 from relayops.formatting import format_duration
+from relayops.logging import get_logger
 from relayops.validation import check_int
 from tenancy.models import TenantControl
 from tenancy.names import validate_tenant
 
+log = get_logger(__name__)
+
 MAX_REPROCESS_LIMIT = 100_000
+
+
+def _name(actor: Actor) -> str:
+    """Who acted, as the log says it (never the reason: it is free text, kept in the audit only)."""
+    return audit.operator_identity(actor.operator)[0]
 
 
 def _require(actor: Actor, codename: str, what: str) -> None:
@@ -87,6 +95,7 @@ def cancel_job(job_id: int, actor: object, *, reason: str, clock: Clock = system
                 f"job {job.pk} is {job.status}: only a queued or leased job can be cancelled; nothing was changed")
         audit.record(AuditAction.CANCEL, at=clock.now(), tenant=job.tenant, operator=who.operator, reason=text,
                      job=job, detail=f"was {was}")
+    log.info("control.cancelled", tenant=job.tenant, job_id=job.pk, was=str(was), operator=_name(who))
     job.refresh_from_db(fields=["status", "finished_at", "last_error_code", "lease_until"])
     return job
 
@@ -106,6 +115,7 @@ def run_job_now(job_id: int, actor: object, *, reason: str, clock: Clock = syste
                 "nothing was changed")
         audit.record(AuditAction.RUN_NOW, at=clock.now(), tenant=job.tenant, operator=who.operator, reason=text,
                      job=job, detail=f"was due in {format_duration(waited)}")
+    log.info("control.run_now", tenant=job.tenant, job_id=job.pk, operator=_name(who))
     job.refresh_from_db(fields=["visible_at"])
     return job
 
@@ -136,6 +146,7 @@ def pause_intake(tenant: str, actor: object, *, reason: str, clock: Clock = syst
         waiting = _live(name)
         audit.record(AuditAction.PAUSE_INTAKE, at=now, tenant=name, operator=who.operator, reason=text,
                      detail=f"{waiting} live jobs")
+    log.warning("control.intake_paused", tenant=name, live_jobs=waiting, operator=_name(who))
     return Intake(name, True, waiting)
 
 
@@ -156,6 +167,7 @@ def resume_intake(tenant: str, actor: object, *, reason: str, clock: Clock = sys
         audit.record(AuditAction.RESUME_INTAKE, at=now, tenant=name, operator=who.operator, reason=text,
                      detail=f"paused for {paused_for}; {waiting} live jobs")
         wakeups.ring(wakeups.JOBS)
+    log.info("control.intake_resumed", tenant=name, live_jobs=waiting, operator=_name(who))
     return Intake(name, False, waiting)
 
 
@@ -179,6 +191,7 @@ def set_reprocess_limit(
         audit.record(AuditAction.SET_REPROCESS_LIMIT, at=now, tenant=name, operator=who.operator, reason=text,
                      detail=f"{before.limit} -> {after.limit}{'' if new is not None else ' (default)'} "
                             f"per {format_duration(after.window)}")
+    log.info("control.reprocess_limit_set", tenant=name, limit=after.limit, operator=_name(who))
     return after
 
 
