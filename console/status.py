@@ -1,4 +1,5 @@
-"""What ``relayops_status`` shows: per tenant, queue depth by status, how long the oldest due job has
+"""What ``relayops_status`` shows: per tenant, whether its intake is paused (and how long), queue depth by
+status, how long the oldest due job has
 waited, outbox lag and DLQ size by reason; per node, when its drains were last seen and made progress,
 or when the node stopped."""
 
@@ -13,7 +14,7 @@ from django.db.models import Count, Max, Min, Q
 from pipeline.clock import seconds_since
 from pipeline.models import CLAIMABLE_FROM, DeadLetter, DrainPresence, Job, OutboxEvent
 from pipeline.states import JobStatus
-from tenancy.models import Membership
+from tenancy.models import Membership, TenantControl
 
 
 @dataclass
@@ -24,6 +25,7 @@ class TenantStatus:
     outbox_pending: int = 0
     outbox_lag_seconds: float | None = None  # age of the oldest unpublished event
     dead_letters: dict[str, int] = field(default_factory=dict)  # reason -> count
+    paused_seconds: float | None = None  # its intake is paused (its jobs are not due), this long
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ def tenants(now: dt.datetime, only: str | None = None) -> list[TenantStatus]:
     letters = DeadLetter.objects.filter(tenant=only) if only else DeadLetter.objects.all()
     for letter in letters.values("tenant", "reason_code").annotate(n=Count("pk")):
         rows[letter["tenant"]].dead_letters[letter["reason_code"]] = letter["n"]
+    controls = TenantControl.objects.filter(intake_paused=True, **({"tenant": only} if only else {}))
+    for tenant, paused_at in controls.values_list("tenant", "paused_at"):
+        rows[tenant].paused_seconds = seconds_since(now, paused_at) or 0.0
     for name, status in rows.items():
         status.tenant = name
     return [rows[name] for name in sorted(rows)]
@@ -78,9 +83,10 @@ def _seconds(value: float | None) -> str:
 
 def render(now: dt.datetime, rows: list[TenantStatus], drains: list[NodeStatus]) -> str:
     statuses = [str(s) for s in JobStatus]
-    header = ["tenant", *statuses, "oldest due", "outbox pending", "outbox lag", "dlq by reason"]
+    header = ["tenant", "intake", *statuses, "oldest due", "outbox pending", "outbox lag", "dlq by reason"]
     table = [header] + [
-        [row.tenant, *(str(row.jobs.get(s, 0)) for s in statuses), _seconds(row.oldest_due_seconds),
+        [row.tenant, "open" if row.paused_seconds is None else f"paused {_seconds(row.paused_seconds)}",
+         *(str(row.jobs.get(s, 0)) for s in statuses), _seconds(row.oldest_due_seconds),
          str(row.outbox_pending), _seconds(row.outbox_lag_seconds),
          ", ".join(f"{reason}={n}" for reason, n in sorted(row.dead_letters.items())) or "-"]
         for row in rows

@@ -1,8 +1,9 @@
 """The DLQ's admin: dead letters with the audited "Reprocess as new version", the audit, the refusals.
 
-Everything is read-only; the one action calls dlq.services.reprocess_many, which reprocesses each row
-in its own transaction (rate limit, audit) and says what happened to each; the action reports every
-row. Reasons are codes, never error text.
+Everything is read-only; the one action calls dlq.services.reprocess_many for the rows selected on the
+page, or dlq.bulk.reprocess_matching for "all N matching" (however many the filters match), each row in
+its own transaction (rate limit, audit); the action reports what happened. Its confirmation page warns
+how many selected would fail the same way again (dlq.repeats). Reasons are codes, never error text.
 """
 
 from __future__ import annotations
@@ -20,13 +21,33 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from dlq.errors import status_words
-from dlq.models import AuditEntry, ReprocessRefusal
+from dlq.bulk import BulkReport, not_reprocessed, reprocess_matching
+from dlq.models import AuditAction, AuditEntry, ReprocessRefusal
 from dlq.ratelimit import ReprocessLimit
+from dlq.repeats import same_failure
 from dlq.services import MAX_REASON_LENGTH, RowOutcome, RowResult, reprocess_many
 from pipeline.models import DeadLetter, Job
 from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped, counted, format_duration
 from tenancy.admin_base import job_link, timeline_link
+from tenancy.models import TenantControl
 from tenancy.services import scope
+
+
+class ReprocessedFilter(admin.SimpleListFilter):
+    """Reprocessed or not yet: whether an audit entry names the dead letter (its one-to-one index)."""
+
+    title = "reprocessed"
+    parameter_name = "reprocessed"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("no", "not yet reprocessed"), ("yes", "reprocessed")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "no":
+            return not_reprocessed(queryset)
+        if self.value() == "yes":
+            return queryset.filter(reprocess_audit__isnull=False)
+        return queryset
 
 
 class ReprocessForm(forms.Form):
@@ -49,7 +70,7 @@ def _job_links(jobs: list[Job], *, status: bool = False) -> str:
 class DeadLetterAdmin(PipelineRowAdmin):
     list_display = ["job_key", "tenant", "reason", "last_error", "rule", "attempts", "age", "reprocessed_as",
                     "timeline"]
-    list_filter = [TenantFilter, "reason_code", AgeFilter]
+    list_filter = [TenantFilter, "reason_code", ReprocessedFilter, AgeFilter]
     list_select_related = ["job", "reprocess_audit__new_job"]
     search_fields = ["=job__idempotency_key", "job__document_id"]
     search_help_text = (
@@ -73,15 +94,18 @@ class DeadLetterAdmin(PipelineRowAdmin):
         return super().changelist_view(request, {"quota": self._quota(request), **(extra_context or {})})
 
     def _quota(self, request: HttpRequest) -> dict[str, Any]:
-        """The rate limit and, per visible tenant, reprocesses and refusals in the current window."""
+        """The default rate limit and, per visible tenant with activity or its own limit, its limit and
+        its reprocesses and refusals in the current window."""
         policy = ReprocessLimit.from_settings()
         since = timezone.now() - policy.window
-        used = _per_tenant(request, AuditEntry.objects.filter(at__gt=since))
+        used = _per_tenant(request, AuditEntry.objects.filter(at__gt=since, action=AuditAction.REPROCESS))
         refused = _per_tenant(request, ReprocessRefusal.objects.filter(at__gt=since))
-        tenants = sorted(set(used) | set(refused))
+        own = dict(scope(TenantControl.objects.filter(reprocess_limit__isnull=False), request.user)
+                   .values_list("tenant", "reprocess_limit"))
+        tenants = sorted(set(used) | set(refused) | set(own))
         return {
             "limit": policy.limit, "window": format_duration(policy.window),
-            "rows": [(t, used.get(t, 0), refused.get(t, 0)) for t in tenants],
+            "rows": [(t, own.get(t, policy.limit), used.get(t, 0), refused.get(t, 0)) for t in tenants],
         }
 
     @admin.action(description="Reprocess as new version", permissions=["reprocess"])
@@ -91,13 +115,44 @@ class DeadLetterAdmin(PipelineRowAdmin):
         confirmed = self.confirm_action(
             request, queryset, action="reprocess", title="Reprocess dead letters as new versions",
             template="admin/pipeline/deadletter/reprocess_confirmation.html", form_class=ReprocessForm,
+            across=True, extra_context=_warnings,
         )
         if isinstance(confirmed, HttpResponse) or confirmed is None:
             return confirmed
+        reason = confirmed.cleaned_data["reason"]
+        if request.POST.get("select_across") == "1":
+            self._tell_bulk(request, reprocess_matching(queryset, request.user, reason=reason))
+            return None
         ids = list(queryset.order_by("id").values_list("id", flat=True))
-        outcomes = reprocess_many(ids, request.user, reason=confirmed.cleaned_data["reason"])
+        outcomes = reprocess_many(ids, request.user, reason=reason)
         self._tell(request, outcomes)
         return None
+
+    def _tell_bulk(self, request: HttpRequest, report: BulkReport) -> None:
+        """All N matching: counts per outcome (the rows are too many to name), links to the first new versions."""
+        if report.reprocessed:
+            more = report.reprocessed - len(report.created)
+            self.message_user(request, format_html(
+                "Reprocessed {} as new versions: {}{}.", counted(report.reprocessed, "dead letter"),
+                _job_links(report.created), f" and {more} more" if more > 0 else "",
+            ), messages.SUCCESS)
+        others = {result: n for result, n in report.results.items() if n and result != RowResult.REPROCESSED
+                  and result != RowResult.RATE_LIMITED}
+        if others:
+            self.message_user(request, "Not reprocessed: " + ", ".join(
+                f"{n} {result.value.replace('_', ' ')}" for result, n in sorted(others.items())
+            ) + (f" ({'; '.join(report.details)})" if report.details else "") + ". Nothing was changed for those.",
+                messages.WARNING)
+        for tenant, wait in sorted(report.retry_after_seconds.items()):
+            left = report.not_tried[tenant] + 1
+            self.message_user(request, (
+                f"Tenant {tenant} reached its reprocess limit: {counted(left, 'dead letter')} of {tenant} "
+                f"{'was' if left == 1 else 'were'} not reprocessed. Try again in "
+                f"{format_duration(dt.timedelta(seconds=wait))}, or raise the tenant's limit in its tenant control."
+            ), messages.ERROR)
+        if not sum(report.results.values()):
+            self.message_user(request, "Nothing was done: no matching dead letter is left to reprocess.",
+                              messages.WARNING)
 
     def _tell(self, request: HttpRequest, outcomes: list[RowOutcome]) -> None:
         """One message per kind of outcome; every row is in exactly one of them."""
@@ -175,6 +230,11 @@ class DeadLetterAdmin(PipelineRowAdmin):
     @admin.display(description="timeline")
     def timeline(self, dead: DeadLetter) -> str:
         return timeline_link(dead.job_id)
+
+
+def _warnings(queryset: QuerySet[DeadLetter]) -> dict[str, Any]:
+    """What the confirmation page warns about: how many selected will fail the same way again."""
+    return {"same_failure": same_failure(not_reprocessed(queryset)).count()}
 
 
 def _per_tenant(request: HttpRequest, rows: QuerySet[Any]) -> dict[str, int]:

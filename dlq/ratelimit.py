@@ -1,4 +1,5 @@
-"""Per-tenant reprocess rate limit: at most REPROCESS_LIMIT reprocesses per REPROCESS_WINDOW_SECONDS.
+"""Per-tenant reprocess rate limit: at most the tenant's limit (its TenantControl row, set in the admin's
+tenant controls; else REPROCESS_LIMIT, 20) reprocesses per REPROCESS_WINDOW_SECONDS (an hour).
 
 The count is of audit entries (one per reprocess that created a job) in the sliding window, taken
 under a per-tenant lock held until the reprocess commits, so concurrent reprocesses cannot overshoot.
@@ -17,6 +18,7 @@ from django.db import connection
 from dlq.models import AuditAction, AuditEntry, ReprocessRefusal
 from pipeline.errors import InvalidInputError, ReprocessRateLimitedError
 from relayops.validation import check_int
+from tenancy.models import TenantControl
 
 # Serialise the reprocesses of one tenant until the transaction ends. The first key namespaces our
 # advisory locks (0x52454c41, "RELA"); the second is the tenant's 32-bit hash. Two tenants sharing a
@@ -41,6 +43,14 @@ class ReprocessLimit:
             except InvalidInputError as exc:
                 raise ImproperlyConfigured(f"RELAYOPS[{name!r}] {exc.problem}") from exc
         return cls(limit=limit, window=dt.timedelta(seconds=seconds))
+
+    @classmethod
+    def for_tenant(cls, tenant: str) -> ReprocessLimit:
+        """The tenant's own limit (``tenancy.TenantControl.reprocess_limit``, set by an operator with the
+        permission) or, without one, the setting's; the window is the setting's either way."""
+        default = cls.from_settings()
+        own = TenantControl.objects.filter(tenant=tenant).values_list("reprocess_limit", flat=True).first()
+        return cls(limit=own, window=default.window) if own else default
 
     def retry_after(self, recent: list[dt.datetime], now: dt.datetime) -> int | None:
         """Seconds until one more reprocess fits, or None if one fits now.
@@ -68,8 +78,8 @@ def check_reprocess_allowed(tenant: str, now: dt.datetime, *, operator: str) -> 
     held until it ends. ``operator`` is accepted for the refusal's record, written by the caller
     once the refused transaction has rolled back (see record_refusal).
     """
-    policy = ReprocessLimit.from_settings()
     lock_tenant(tenant)
+    policy = ReprocessLimit.for_tenant(tenant)
     recent = list(
         AuditEntry.objects.filter(tenant=tenant, action=AuditAction.REPROCESS, at__gt=now - policy.window)
         .order_by("-at")
@@ -88,3 +98,10 @@ def record_refusal(
         at=now, tenant=refusal.tenant, operator=operator, dead_letter_id=dead_letter_id,
         retry_after_seconds=refusal.retry_after_seconds,
     )
+
+
+def room(tenant: str, now: dt.datetime) -> tuple[ReprocessLimit, int]:
+    """The tenant's limit and how many reprocesses fit now (a read: what a dry run tells)."""
+    policy = ReprocessLimit.for_tenant(tenant)
+    used = AuditEntry.objects.filter(tenant=tenant, action=AuditAction.REPROCESS, at__gt=now - policy.window).count()
+    return policy, max(policy.limit - used, 0)

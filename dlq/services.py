@@ -147,10 +147,12 @@ def reprocess_many(
     check_reason(reason)
     ids = [check_int("dead_letter_id", dead_letter_id) for dead_letter_id in dead_letter_ids]
     tenants = dict(DeadLetter.objects.filter(pk__in=ids).values_list("pk", "tenant"))
-    return [_one(dead_letter_id, tenants.get(dead_letter_id, ""), operator, reason, clock) for dead_letter_id in ids]
+    return [reprocess_one(dead_letter_id, tenants.get(dead_letter_id, ""), operator, reason, clock)
+            for dead_letter_id in ids]
 
 
-def _one(dead_letter_id: int, tenant: str, operator: object, reason: str, clock: Clock) -> RowOutcome:
+def reprocess_one(dead_letter_id: int, tenant: str, operator: object, reason: str, clock: Clock) -> RowOutcome:
+    """One row of a batch: its outcome, whatever happened (a refusal is an outcome, not an exception)."""
     try:
         outcome = reprocess_from_dlq(dead_letter_id, operator, reason=reason, clock=clock)
     except NextVersionExistsError as exists:

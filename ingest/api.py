@@ -1,4 +1,5 @@
 """The ingest API (django-ninja): ``POST /api/v1/documents``, ``GET /api/v1/jobs/{id}``,
+``POST /api/v1/jobs/{id}/cancel``, ``POST /api/v1/jobs/{id}/run-now``,
 ``GET /api/v1/documents/{document_id}``; the OpenAPI schema at ``/api/v1/openapi.json``.
 
 Every request carries ``Authorization: Bearer <API key>``; the key decides the tenant. Every error is
@@ -18,11 +19,14 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 
+from controls import services
+from controls.actors import Actor
+from controls.errors import NotApplicableError, NotFoundError, NotPermittedError
 from ingest import problems, status
 from ingest.documents import submit
 from ingest.keys import KeyState, authenticate
 from ingest.models import ApiKey
-from ingest.schemas import Accepted, DocumentIn, DocumentOut, JobOut, ProblemOut
+from ingest.schemas import Accepted, ActionIn, DocumentIn, DocumentOut, JobOut, ProblemOut
 from pipeline.errors import IdempotencyConflictError
 from pipeline.idempotency import validate_document_id
 from pipeline.models import Job
@@ -136,6 +140,38 @@ def get_job(request: HttpRequest, job_id: int) -> dict[str, Any]:
     if job is None:
         raise problems.Problem(404, "not-found", f"no job {job_id} for this API key's tenant")
     return status.job_status(job)
+
+
+def _control(request: HttpRequest, job_id: int, action: Any, body: ActionIn) -> dict[str, Any]:
+    key = request.auth  # type: ignore[attr-defined]
+    assert isinstance(key, ApiKey)
+    if not 0 < job_id <= MAX_ID:
+        raise problems.Problem(404, "not-found", f"no job {job_id} for this API key's tenant")
+    try:
+        job = action(job_id, Actor.api_key(key.name, key.tenant), reason=body.reason)
+    except NotFoundError:
+        raise problems.Problem(404, "not-found", f"no job {job_id} for this API key's tenant") from None
+    except NotApplicableError as exc:
+        raise problems.Problem(409, "not-applicable", str(exc)) from None
+    except NotPermittedError as exc:
+        raise problems.Problem(403, "forbidden", str(exc)) from None
+    return status.job_status(Job.objects.defer("payload").get(pk=job.pk))
+
+
+@api.post("/jobs/{job_id}/cancel", response={200: JobOut, **ERRORS, 403: ProblemOut},
+          summary="Cancel a queued or leased job")
+def cancel_job(request: HttpRequest, job_id: int, body: ActionIn) -> dict[str, Any]:
+    """Ends the job as ``cancelled`` (terminal): a queued job is never run; a running one's result is refused.
+    409 when the job is finished already; another tenant's job is a 404. Audited as ``api-key:<key name>``."""
+    return _control(request, job_id, services.cancel_job, body)
+
+
+@api.post("/jobs/{job_id}/run-now", response={200: JobOut, **ERRORS, 403: ProblemOut},
+          summary="Run a delayed job now")
+def run_job_now(request: HttpRequest, job_id: int, body: ActionIn) -> dict[str, Any]:
+    """A job waiting out a retry's backoff becomes claimable now. 409 when it is not delayed (due already,
+    running or finished); another tenant's job is a 404. Audited as ``api-key:<key name>``."""
+    return _control(request, job_id, services.run_job_now, body)
 
 
 @api.get("/documents/{path:document_id}", response={200: DocumentOut, **ERRORS}, summary="Every version of a document")

@@ -105,3 +105,11 @@ class ProblemOut(Schema):
     detail: str
     instance: str | None = None
     errors: list[dict[str, str]] | None = None
+
+
+class ActionIn(Schema):
+    """Why a job is cancelled or run now: kept in the audit, with the API key's name as the operator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: Annotated[StrictStr, Field(min_length=1, max_length=500, description="Why; kept in the audit")]

@@ -12,10 +12,11 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from pipeline.models import Attempt, Job, OutboxEvent, Result, Review, ReviewStatus
+from pipeline.models import Attempt, DeadLetter, Job, OutboxEvent, Result, Review, ReviewStatus
 from pipeline.reviews import decide_review, with_wait
 from pipeline.states import JobStatus
 from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped_column, counted
@@ -25,7 +26,8 @@ from tenancy.services import scope
 JOB_FIELDS = (
     "idempotency_key", "tenant", "document_id", "operation_version", "status", "attempt", "max_attempts",
     "created_at", "visible_at", "leased_at", "lease_until", "deadline_at", "lease_owner", "fence",
-    "last_error", "finished_at", "reprocessed_from", "payload_hash", "timeline", "spend",
+    "last_error", "finished_at", "reprocessed_from", "payload_hash", "dead_letter_link", "review_link", "timeline",
+    "spend",
 )
 SEARCH_HELP = (
     "An exact idempotency key (tenant:document:vN), the start of a document id, or tenant:start of a document id."
@@ -43,7 +45,7 @@ class JobAdmin(PipelineRowAdmin):
     exact_search_fields = ["idempotency_key"]
     document_field = "document_id"
     ordering = ["-id"]
-    actions = None
+    actions: list[str] | None = None
     fields = JOB_FIELDS
     readonly_fields = JOB_FIELDS
 
@@ -78,6 +80,23 @@ class JobAdmin(PipelineRowAdmin):
     @admin.display(description="timeline")
     def timeline(self, job: Job) -> str:
         return timeline_link(job.pk)
+
+    @admin.display(description="dead letter")
+    def dead_letter_link(self, job: Job) -> str:
+        """The job's dead letter (a dead-lettered job has one) and what became of it."""
+        dead = DeadLetter.objects.filter(job_id=job.pk).values_list("pk", "reason_code").first()
+        if dead is None:
+            return "-"
+        url = reverse("admin:pipeline_deadletter_change", args=[dead[0]])
+        return format_html('<a href="{}">{}</a>', url, dead[1])
+
+    @admin.display(description="review")
+    def review_link(self, job: Job) -> str:
+        found = Review.objects.filter(job_id=job.pk).values_list("pk", "status").first()
+        if found is None:
+            return "-"
+        url = reverse("admin:pipeline_review_change", args=[found[0]])
+        return format_html('<a href="{}">{}</a>', url, found[1])
 
     @admin.display(description="attempts and spend")
     def spend(self, job: Job) -> str:

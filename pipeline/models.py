@@ -17,6 +17,7 @@ from django.db.models.functions import Coalesce
 
 from pipeline.reasons import DeadLetterReason, ErrorCode, ValidationRule
 from pipeline.states import LIVE_STATUSES, JobStatus
+from tenancy.models import TenantControl
 
 MAX_PUBLISH_ATTEMPTS = 20  # then an event is parked: pending, visible in the admin, no longer claimed
 DEFAULT_MAX_LEASE_EXPIRIES = 10  # crashes or stalls a job survives, apart from its own failures
@@ -34,11 +35,16 @@ class JobQuerySet(models.QuerySet["Job"]):
         """Jobs a worker's claim takes at ``now``: queued, visible and with an attempt left; or leased
         with an expired lease and an expiry left (the takeover counts an expiry, not an attempt). One
         past its deadline is included: the claim cancels it. An expired lease with no expiry left is
-        not: the lease rescuer dead-letters it. (``sql.CLAIMABLE`` says the same.)"""
+        not: the lease rescuer dead-letters it. Nor is a job of a tenant whose intake is paused: it
+        waits, deadline running, until the intake resumes. (``sql.CLAIMABLE`` says the same.)"""
         return self.live().filter(visible_at__lte=now).filter(
             Q(status=JobStatus.QUEUED, attempt__lt=F("max_attempts"))
             | Q(status=JobStatus.LEASED, lease_until__lte=now, lease_expiries__lt=F("max_lease_expiries"))
-        )
+        ).unpaused()
+
+    def unpaused(self) -> "JobQuerySet":
+        """Jobs of tenants whose intake is not paused (``sql.PAUSED_TENANTS``)."""
+        return self.exclude(tenant__in=TenantControl.objects.filter(intake_paused=True).values("tenant"))
 
     def waiting(self) -> "JobQuerySet":
         """Live jobs that will be claimable at some point (``CLAIMABLE_FROM`` says when)."""

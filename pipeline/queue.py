@@ -1,4 +1,5 @@
-"""The queue service: enqueue, lease, heartbeat, complete, nack, release, expire. The only code that moves a job.
+"""The queue service: enqueue, lease, heartbeat, complete, nack, release, expire, and an operator's cancel
+and run-now. The only code that moves a job.
 
 Every change of a job's status, lease or fence is one guarded write that reports whether it landed:
 a lease holder's writes are guarded by ``id``, ``fence`` and ``status = 'leased'``, and every status
@@ -307,6 +308,51 @@ def release(lease: Lease, *, code: ErrorCode = ErrorCode.SHUTDOWN, clock: Clock 
             raise StaleLeaseError(lease.job_id, lease.fence)
         _end_attempt(lease.job_id, lease.fence, now, code)
         wakeups.ring(wakeups.JOBS)
+
+
+def cancel(job_id: int, *, clock: Clock = system_clock) -> JobStatus | None:
+    """End a live job as ``cancelled`` (an operator's decision): returns the status it left, or None
+    when it was not live (finished meanwhile, or no such job) and nothing changed.
+
+    A leased job's lease ends with it: its attempt row is closed as ``cancelled`` and the holder is
+    fenced out. Every write of a lease holder (heartbeat, nack, release, the commit of its result) is
+    guarded by its fence *and* ``status = 'leased'``; ``cancelled`` is terminal, so that guard can never
+    hold again for any fence of this job and the holder's late commit raises StaleLeaseError, writing
+    nothing (the worker reports ``lease_lost``). The fence itself is not grown: a fence number is a
+    lease, one attempt row each (``check_invariants``: fences_contiguous), and a cancel is no lease.
+    Callers may hold the transaction (with the audit entry); the row is locked until it ends.
+    """
+    check_int("job_id", job_id, low=1)
+    now = clock.now()
+    with transaction.atomic():
+        row = Job.objects.select_for_update().filter(pk=job_id).values("status", "fence").first()
+        if row is None or row["status"] not in (JobStatus.QUEUED, JobStatus.LEASED):
+            return None
+        was = JobStatus(row["status"])
+        current = Job.objects.filter(pk=job_id, status=was, fence=row["fence"])
+        if not _move(current, JobStatus.CANCELLED, finished_at=now, lease_until=None,
+                     last_error_code=ErrorCode.CANCELLED):
+            return None
+        if was == JobStatus.LEASED:
+            _end_attempt(job_id, row["fence"], now, ErrorCode.CANCELLED)
+    return was
+
+
+def run_now(job_id: int, *, clock: Clock = system_clock) -> bool:
+    """Make a delayed queued job (a retry waiting out its backoff) claimable now, and ring the doorbell.
+
+    Its place in line becomes now (``visible_at``). Returns False, changing nothing, when the job is
+    not queued with a ``visible_at`` in the future and an attempt left. Callers may hold the transaction.
+    """
+    check_int("job_id", job_id, low=1)
+    now = clock.now()
+    with transaction.atomic():
+        landed = Job.objects.filter(
+            pk=job_id, status=JobStatus.QUEUED, visible_at__gt=now, attempt__lt=F("max_attempts")
+        ).update(visible_at=now)
+        if landed:
+            wakeups.ring(wakeups.JOBS)
+    return bool(landed)
 
 
 def leases_held_by(worker_id: str) -> list[Lease]:

@@ -54,15 +54,22 @@ def _quoted(statuses: list[str]) -> str:
     return ", ".join(f"'{status}'" for status in statuses)  # our own enum values, never input
 
 
+# The tenants whose intake an operator paused (tenancy.TenantControl). Read once per claim (a hashed
+# subplan over the partial index tenantcontrol_paused, empty while nothing is paused); each candidate
+# job is then one hash probe, so an unpaused fleet pays nothing measurable.
+PAUSED_TENANTS = "SELECT tenant FROM tenancy_tenantcontrol WHERE intake_paused"
+
 # The jobs a claim may take, as Job.objects.claimable(now) defines them: queued, visible, an attempt
-# left; or leased with an expired lease and an expiry left. The states a job may be leased from come
-# from states.TRANSITIONS; every row the index job_claimable holds is live, so it serves the filter.
+# left; or leased with an expired lease and an expiry left; and not of a paused tenant. The states a
+# job may be leased from come from states.TRANSITIONS; every row the index job_claimable holds is
+# live, so it serves the filter.
 CLAIMABLE = f"""
     SELECT id FROM pipeline_job
     WHERE status IN ({_quoted(sources_of(JobStatus.LEASED))}) AND visible_at <= %(now)s
       AND CASE WHEN status = 'leased'
                THEN lease_until <= %(now)s AND lease_expiries < max_lease_expiries
                ELSE attempt < max_attempts END
+      AND tenant NOT IN ({PAUSED_TENANTS})
 """
 
 # The job columns a Lease is built from (Lease.from_row).

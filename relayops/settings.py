@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "tenancy",
     "pipeline",
     "dlq",
+    "controls",
     "ingest",
     "console",
     "demo",

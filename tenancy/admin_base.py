@@ -260,15 +260,20 @@ class PipelineRowAdmin(TenantScopedMixin, admin.ModelAdmin):
 
     def confirm_action(
         self, request: HttpRequest, queryset: QuerySet[Any], *, action: str, title: str, template: str,
-        form_class: type[forms.Form] = forms.Form,
+        form_class: type[forms.Form] = forms.Form, across: bool = False,
+        extra_context: Callable[[QuerySet[Any]], dict[str, Any]] | None = None,
     ) -> forms.Form | HttpResponse | None:
         """delete_selected's shape: the first POST shows a confirmation page, the second acts.
 
         Returns the valid form once confirmed; otherwise the response to send (the page again, or
-        None to go back to the list with a message).
+        None to go back to the list with a message). With ``across``, "select all N matching" is
+        accepted however many rows match (the page shows the count and the first rows; the action
+        then works through ``queryset``, the list's own filtered and scoped rows); without it, at
+        most ``max_action_rows`` rows. ``extra_context(queryset)`` adds to the page (counts, warnings).
         """
-        rows = list(queryset[: self.max_action_rows + 1])
-        if len(rows) > self.max_action_rows:
+        select_across = across and request.POST.get("select_across") == "1"
+        rows = list(queryset[: self.max_action_rows + (0 if select_across else 1)])
+        if len(rows) > self.max_action_rows and not select_across:
             self.message_user(request, f"Select at most {self.max_action_rows} rows for this action.", messages.ERROR)
             return None
         if self._unseen(request, rows):
@@ -279,7 +284,9 @@ class PipelineRowAdmin(TenantScopedMixin, admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request), "title": title, "opts": self.opts, "objects": rows,
             "form": form, "action": action, "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            "media": self.media + form.media,
+            "media": self.media + form.media, "select_across": select_across,
+            "total": queryset.count() if select_across else len(rows),
+            **(extra_context(queryset) if extra_context else {}),
         }
         request.current_app = self.admin_site.name
         return TemplateResponse(request, template, context)

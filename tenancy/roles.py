@@ -1,8 +1,15 @@
 """The two roles as groups and their permissions, restorable by ``ensure_roles``.
 
-Operators view every pipeline and DLQ row and API key of their tenants, reprocess dead letters, decide
-reviews and revoke API keys. Auditors view the same rows and act on nothing. A change to ROLES needs a new migration that depends on
-the models it names and calls ``ensure_roles`` with a frozen copy of the new roles (as 0003 does):
+Operators view every pipeline and DLQ row, API key and tenant control of their tenants, reprocess dead
+letters, decide reviews, revoke API keys, cancel live jobs, run delayed jobs now and pause or resume their
+tenants' intake. Auditors view the same rows and act on nothing.
+
+Raising or lowering a tenant's reprocess rate limit (``tenancy.set_reprocess_limit``) is in no role:
+the limit is the brake on a script or a hurried operator reprocessing a whole DLQ, so the people it
+brakes must not be able to lift it themselves. Superusers have it; for a planned recovery a superuser
+grants it to the one operator leading it (the user page's permissions) and takes it back afterwards.
+
+A change to ROLES needs a new migration that depends on the models it names and calls ``ensure_roles`` with a frozen copy of the new roles (as 0003 does):
 migrations must not change when this module does.
 """
 
@@ -21,11 +28,15 @@ VIEW = (
     ("dlq", "view_auditentry"),
     ("dlq", "view_reprocessrefusal"),
     ("ingest", "view_apikey"),
+    ("tenancy", "view_tenantcontrol"),
 )
 OPERATORS = "Operators"
 AUDITORS = "Auditors"
 ROLES: dict[str, tuple[tuple[str, str], ...]] = {
-    OPERATORS: VIEW + (("dlq", "reprocess_deadletter"), ("pipeline", "decide_review"), ("ingest", "revoke_apikey")),
+    OPERATORS: VIEW + (
+        ("dlq", "reprocess_deadletter"), ("pipeline", "decide_review"), ("ingest", "revoke_apikey"),
+        ("tenancy", "cancel_job"), ("tenancy", "run_job_now"), ("tenancy", "pause_intake"),
+    ),
     AUDITORS: VIEW,
 }
 

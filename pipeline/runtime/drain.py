@@ -181,7 +181,9 @@ class Drain:
         claim expires; the poll interval when nothing is scheduled."""
         moments: list[dt.datetime | None] = []
         if self.jobs:
-            waiting = Job.objects.waiting()  # each side served by its own index, stopping at its first row
+            # Each side served by its own index, stopping at its first row; a paused tenant's jobs are
+            # not due (they would keep an idle drain spinning), and its resume rings the doorbell.
+            waiting = Job.objects.waiting().unpaused()
             moments.append(waiting.filter(status=JobStatus.QUEUED).aggregate(at=Min("visible_at"))["at"])
             moments.append(waiting.filter(status=JobStatus.LEASED).aggregate(at=Min("lease_until"))["at"])
         if self.outbox:

@@ -106,7 +106,7 @@ def test_the_rate_limit_refuses_with_the_time_to_wait_and_counts_the_refusal(acm
         ("acme", "olivia", second.pk), ("acme", "olivia", third.pk)]
     assert all(3590 <= r.retry_after_seconds <= 3600 for r in refusals)
     quota = login(acme_operator).get(reverse(LIST)).content.decode()
-    assert "acme 1 used, <strong>2 refused</strong>" in quota
+    assert "acme 1 of 1 used, <strong>2 refused</strong>" in quota
     listed = login(acme_operator).get(reverse("admin:dlq_reprocessrefusal_changelist"))
     assert {r.pk for r in listed.context["cl"].result_list} == {r.pk for r in refusals}
 

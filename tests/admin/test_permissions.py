@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
+from controls.actors import Actor
+from controls.services import pause_intake
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
@@ -18,13 +21,14 @@ pytestmark = pytest.mark.django_db
 
 PAGES = [
     "pipeline_job", "pipeline_result", "pipeline_outboxevent", "pipeline_review",
-    "pipeline_deadletter", "dlq_auditentry", "dlq_reprocessrefusal",
+    "pipeline_deadletter", "dlq_auditentry", "dlq_reprocessrefusal", "tenancy_tenantcontrol",
 ]
 
 
 @pytest.fixture
 def rows(settings):
-    """Something on every page: a reprocessed dead letter, a refused one (limit 1), a pending review."""
+    """Something on every page: a reprocessed dead letter, a refused one (limit 1), a pending review, a paused
+    tenant."""
     settings.RELAYOPS = {**settings.RELAYOPS, "REPROCESS_LIMIT": 1}
     dead = factories.dead_letter("acme", "broken-1")
     job = factories.succeeded("acme", "invoice-1")
@@ -32,6 +36,7 @@ def rows(settings):
     reprocess_from_dlq(dead.pk, "script", reason="first")
     with pytest.raises(ReprocessRateLimitedError):
         reprocess_from_dlq(other_dead.pk, "script", reason="second")
+    pause_intake("acme", Actor.command("script"), reason="incident")
     return {"dead": other_dead, "review": job.reviews.get(), "job": job}
 
 
@@ -52,7 +57,9 @@ def test_operators_are_offered_reprocess_and_decisions(rows, acme_operator):
     client = login(acme_operator)
     assert offered_actions(client, "pipeline_deadletter") == ["reprocess"]
     assert offered_actions(client, "pipeline_review") == ["approve", "reject"]
-    for page in ("pipeline_job", "pipeline_result", "pipeline_outboxevent", "dlq_auditentry", "dlq_reprocessrefusal"):
+    assert offered_actions(client, "pipeline_job") == ["cancel_jobs", "run_jobs_now"]
+    assert offered_actions(client, "tenancy_tenantcontrol") == ["pause", "resume"]  # not the limit: no role has it
+    for page in ("pipeline_result", "pipeline_outboxevent", "dlq_auditentry", "dlq_reprocessrefusal"):
         assert offered_actions(client, page) == [], page
 
 

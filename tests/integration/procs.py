@@ -143,7 +143,21 @@ def stuck(args: dict[str, Any]) -> None:
         time.sleep(0.05)  # stuck; only the watchdog ends this process
 
 
-SCENARIOS = {"work": work, "race": race, "zombie": zombie, "relay": relay, "stuck": stuck}
+def gated_work(args: dict[str, Any]) -> None:
+    """One process_once whose extraction waits at the gate (an advisory lock the parent holds) before
+    it returns: the parent acts on the leased job meanwhile, then opens the gate and the worker commits."""
+    from pipeline.extraction.rules import invoice_extractor
+    from pipeline.worker import process_once
+
+    def extractor(document, checkpoint):
+        barrier(args["gate"])
+        return invoice_extractor(document, checkpoint)
+
+    out = process_once(args["worker"], extractor=extractor, lease_seconds=args["lease_seconds"])
+    say(outcome=out.outcome, job_id=out.job_id, fence=out.fence)
+
+
+SCENARIOS = {"work": work, "gated_work": gated_work, "race": race, "zombie": zombie, "relay": relay, "stuck": stuck}
 
 
 def main() -> None:

@@ -121,9 +121,28 @@ def test_the_claim_reads_live_rows_through_the_partial_index(clock):
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE pipeline_job")
     nodes = explain_claim(now)
-    scans = [(node["Node Type"], node.get("Index Name")) for node in nodes if "Relation Name" in node]
+    scans = [(node["Node Type"], node.get("Index Name")) for node in nodes
+             if "Relation Name" in node and node["Relation Name"] != "tenancy_tenantcontrol"]
     assert ("Index Scan", "job_claimable") in scans, scans
     assert all(node_type != "Seq Scan" for node_type, _ in scans), scans
+
+
+@pytest.mark.django_db
+def test_the_paused_tenants_are_read_once_per_claim_through_their_partial_index(clock):
+    """The control table holds one row per tenant: read once per claim (a hashed subplan), through the
+    partial index of the paused ones once there are many tenants (an empty table is simply scanned)."""
+    from tenancy.models import TenantControl
+
+    now = clock.now()
+    TenantControl.objects.bulk_create(TenantControl(tenant=f"t{n:05d}", updated_at=now) for n in range(20_000))
+    TenantControl.objects.filter(tenant="t00007").update(intake_paused=True, paused_at=now)
+    queue.enqueue("acme", "live", 1, invoice(), clock=clock)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE tenancy_tenantcontrol")
+    nodes = explain_claim(now)
+    controls = [node for node in nodes if node.get("Relation Name") == "tenancy_tenantcontrol"]
+    assert [node.get("Index Name") for node in controls] == ["tenantcontrol_paused"], controls
+    assert all(node.get("Parent Relationship") != "Inner" for node in controls)  # not a per-row join
 
 
 @pytest.mark.django_db

@@ -95,3 +95,16 @@ def test_the_transition_table_is_the_rule_of_every_status_write(clock, monkeypat
         commit_result_with_event(lease, {"ok": True}, clock=clock)
     monkeypatch.undo()
     assert commit_result_with_event(lease, {"ok": True}, clock=clock).deduped is False
+
+
+def test_the_claim_and_the_queryset_both_skip_a_paused_tenant(clock):
+    from tenancy.models import TenantControl
+
+    ids = every_kind_of_job(clock)
+    paused, _ = queue.enqueue("initech", "waiting", 1, invoice(), clock=clock)
+    TenantControl.objects.create(tenant="initech", intake_paused=True, paused_at=clock.now(), updated_at=clock.now())
+    TenantControl.objects.create(tenant="acme", intake_paused=False, updated_at=clock.now())  # open: no effect
+    expected = {ids[name] for name in ("queued", "leased_expired", "last_attempt_expired", "past_deadline")}
+    assert paused.pk not in expected
+    assert set(Job.objects.claimable(clock.now()).values_list("pk", flat=True)) == expected
+    assert raw_claimable(clock.now()) == expected

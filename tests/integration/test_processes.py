@@ -265,6 +265,45 @@ def test_a_zombie_process_cannot_heartbeat_ack_nack_release_or_commit(children):
     assert Result.objects.get().data == {"by": "heir"}
 
 
+# -- (c2) an operator cancels a job a live worker process holds -------------------------------------
+
+def test_a_cancelled_leased_job_fences_out_its_worker_process_and_refuses_its_late_commit(children):
+    from controls.services import cancel_job
+    from dlq.models import AuditEntry
+    from pipeline.invariants import check_all
+
+    job, _ = queue.enqueue("acme", "held", 1, invoice(1))
+    gate_key = BARRIER + 7
+    with gate(gate_key, waiters=1):
+        worker = children("gated_work", worker="held-worker", lease_seconds=30, gate=gate_key)
+        leased = poll("the worker's lease", lambda: Job.objects.filter(pk=job.pk, status="leased").first())
+        assert leased.lease_owner == "held-worker"
+        cancel_job(job.pk, factory_operator("acme"), reason="customer withdrew the document")
+        job.refresh_from_db()
+        assert (job.status, job.last_error_code, job.lease_until) == ("cancelled", "cancelled", None)
+    # The gate is open: the worker's extraction returns and it tries to commit with its old fence.
+    (said,) = worker.finish()
+    assert said == {"outcome": "lease_lost", "job_id": job.pk, "fence": 1}
+    job.refresh_from_db()
+    assert job.status == "cancelled" and job.fence == 1
+    assert not Result.objects.exists() and not OutboxEvent.objects.exists() and not Review.objects.exists()
+    (attempt,) = Attempt.objects.filter(job=job)
+    assert attempt.ended_at is not None and attempt.error_code == "cancelled"
+    assert attempt.extractor.endswith("gated_work.<locals>.extractor")  # what it spent is kept
+    entry = AuditEntry.objects.get(action="cancel")
+    assert (entry.job_id, entry.operator, entry.reason, entry.detail) == (
+        job.pk, "olivia", "customer withdrew the document", "was leased")
+    assert check_all().holds
+
+
+def factory_operator(*tenants: str):
+    from tenancy.roles import ensure_roles
+    from tests.admin.factories import member
+
+    ensure_roles()  # a transactional test may run after another flushed the groups
+    return member("olivia", *tenants)
+
+
 # -- (d) two relays at once --------------------------------------------------------------------------
 
 def test_two_relays_at_once_publish_every_event_and_none_twice(children):
