@@ -1,7 +1,8 @@
 """The two roles as groups and their permissions, restorable by ``ensure_roles``.
 
 Operators view every pipeline and DLQ row and API key of their tenants, reprocess dead letters, decide
-reviews and revoke API keys. Auditors view the same rows and act on nothing. A change to ROLES needs a new migration that depends on
+reviews on the review page (which shows document content: ``review.view_document_content``) and revoke
+API keys. Auditors view the same rows, never document content, and act on nothing. A change to ROLES needs a new migration that depends on
 the models it names and calls ``ensure_roles`` with a frozen copy of the new roles (as 0003 does):
 migrations must not change when this module does.
 """
@@ -25,7 +26,10 @@ VIEW = (
 OPERATORS = "Operators"
 AUDITORS = "Auditors"
 ROLES: dict[str, tuple[tuple[str, str], ...]] = {
-    OPERATORS: VIEW + (("dlq", "reprocess_deadletter"), ("pipeline", "decide_review"), ("ingest", "revoke_apikey")),
+    OPERATORS: VIEW + (
+        ("dlq", "reprocess_deadletter"), ("pipeline", "decide_review"), ("ingest", "revoke_apikey"),
+        ("review", "view_document_content"),
+    ),
     AUDITORS: VIEW,
 }
 

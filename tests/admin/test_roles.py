@@ -32,7 +32,8 @@ def test_the_migration_creates_both_roles_with_their_permissions():
     assert set(ROLES) == {"Operators", "Auditors"}
     assert perms_of("Auditors") == VIEW_ONLY
     assert perms_of("Operators") == VIEW_ONLY | {"dlq.reprocess_deadletter", "pipeline.decide_review",
-                                                 "ingest.revoke_apikey"}
+                                                 "ingest.revoke_apikey", "review.view_document_content"}
+    assert "review.view_document_content" not in perms_of("Auditors")
 
 
 def test_no_role_may_add_change_or_delete_anything():
