@@ -52,16 +52,22 @@ def flatten(data: Any) -> dict[str, str]:
     lines = data.get(LINES)
     if isinstance(lines, list):
         for index, line in enumerate(lines):
-            items = line.items() if isinstance(line, dict) else [("value", line)]
+            items = _in_order(line, LINE_COLUMNS) if isinstance(line, dict) else [("value", line)]
             for key, value in items:
                 flat[f"{LINES}.{index}.{key}"] = _text(value)
     for name in TOTALS:
         if name in data:
             flat[name] = _text(data[name])
-    for name, value in data.items():
+    for name, value in sorted(data.items()):  # JSON objects keep no order in the database
         if name not in flat and (name != LINES or not isinstance(lines, list)):
             flat[name] = _text(value) if not isinstance(value, (dict, list)) else _json(value)
     return flat
+
+
+def _in_order(mapping: dict[str, Any], first: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """A mapping's items, the ``first`` keys in their order, then the rest sorted by name."""
+    return [(key, mapping[key]) for key in first if key in mapping] + sorted(
+        (key, value) for key, value in mapping.items() if key not in first)
 
 
 def _json(value: Any) -> str:
@@ -141,7 +147,7 @@ def layout(data: Any, values: dict[str, str] | None = None, errors: dict[str, st
         keys = list(LINE_COLUMNS)
         for line in lines_data:
             if isinstance(line, dict):
-                keys += [key for key in line if key not in keys]
+                keys += [key for key in sorted(line) if key not in keys]
         columns = tuple(keys)
         lines = [Line(index, [cell(f"{LINES}.{index}.{key}") for key in columns]) for index in range(len(lines_data))]
     shown = {c.path for c in header + totals}

@@ -29,15 +29,18 @@ def fields(lines: int = 2, *, vendor: str = "Globex Supplies Ltd", number: str =
 
 
 def review_of(tenant: str, document_id: str, data: dict[str, Any] | None = None, *, version: int = 1,
-              text: str = TEXT, clock: Clock = system_clock, model: str = "fake-model-1") -> Review:
-    """A pending review of ``tenant``'s ``document_id`` at ``version`` whose result is ``data``."""
+              text: str = TEXT, clock: Clock = system_clock, model: str = "fake-model-1",
+              validate: bool = True) -> Review:
+    """A pending review of ``tenant``'s ``document_id`` at ``version`` whose result is ``data`` (stored as
+    given, without validation, when ``validate`` is False: another extractor's or an older schema's)."""
     job, _ = queue.enqueue(tenant, document_id, version, {"text": text, "n": version}, clock=clock)
     found = fields() if data is None else data
 
     def extractor(document: Any, checkpoint: Any) -> Extraction:
         return Extraction(found, Usage(model=model, input_tokens=1200, output_tokens=300))
 
-    outcome = process_once("w-test", extractor=extractor, clock=clock)
+    options: dict[str, Any] = {} if validate else {"validator": lambda found: found}
+    outcome = process_once("w-test", extractor=extractor, clock=clock, **options)
     assert (outcome.outcome, outcome.job_id) == ("committed", job.pk), "another job was claimable first"
     relay.publish_pending(clock=clock)
     return Review.objects.select_related("job").get(job=job)
