@@ -40,7 +40,7 @@ class EntryKind(enum.StrEnum):
     AUDITED = "audited"  # any other operator decision on the record (a review decision, a live-job action)
 
 
-REVIEW_DECISIONS = {
+REVIEW_DECISIONS: dict[str, str] = {
     AuditAction.APPROVE: "Review approved", AuditAction.REJECT: "Review rejected",
     AuditAction.CORRECT: "Review corrected and approved",
 }
@@ -154,7 +154,7 @@ def _outcome_entries(
         entries.append(Entry(r.created_at, EntryKind.HANDED_OFF, v, "Handed off for review",
                              link="admin:pipeline_review_change", link_pk=r.pk))
         if r.decided_at and r.status != ReviewStatus.PENDING:
-            entries.append(_decided(r, recorded.get(r.pk)))
+            entries.append(_decided(r, r.decided_at, recorded.get(r.pk)))
     return entries
 
 
@@ -162,17 +162,17 @@ def _decision_of_review(entry: AuditEntry) -> bool:
     return entry.review_id is not None and entry.action in REVIEW_DECISIONS
 
 
-def _decided(review: Review, audited: AuditEntry | None) -> Entry:
+def _decided(review: Review, decided_at: dt.datetime, audited: AuditEntry | None) -> Entry:
     """A review's decision: who and after how long; with its audit entry, which decision and why (the
     names of corrected fields, never their values)."""
-    wait = f"waited {format_duration(review.decided_at - review.created_at)} from handoff"
+    wait = f"waited {format_duration(decided_at - review.created_at)} from handoff"
     if audited is None:  # decided before decisions were audited
         who = review.decided_by.get_username() if review.decided_by else "unknown"
-        return Entry(review.decided_at, EntryKind.DECIDED, review.job.operation_version,
+        return Entry(decided_at, EntryKind.DECIDED, review.job.operation_version,
                      f"Review {review.status} by {who}", wait, link="admin:pipeline_review_change", link_pk=review.pk)
     parts = [wait, f"reason: {audited.reason}" if audited.reason else "no reason given"]
     parts += [audited.detail] if audited.detail else []
-    return Entry(review.decided_at, EntryKind.DECIDED, review.job.operation_version,
+    return Entry(decided_at, EntryKind.DECIDED, review.job.operation_version,
                  f"{REVIEW_DECISIONS[audited.action]} by {audited.operator}", "; ".join(parts),
                  link="admin:dlq_auditentry_change", link_pk=audited.pk)
 

@@ -25,7 +25,7 @@ from pipeline.models import Result, Review, ReviewStatus
 from pipeline.reviews import decide_review
 from relayops.validation import check_int
 from review.errors import AlreadyDecidedError, InvalidInputError, NoSuchReviewError, NotAllowedError
-from review.fields import correct
+from review.fields import Change, correct
 from review.models import Decision, ReviewDecision
 from tenancy.services import scope
 
@@ -76,7 +76,8 @@ def decide(
         if review.status != ReviewStatus.PENDING:
             raise AlreadyDecidedError()
         extracted = Result.objects.filter(job_id=review.job_id).values_list("data", flat=True).first()
-        corrected, changes = None, []
+        corrected: dict[str, Any] | None = None
+        changes: list[Change] = []
         if decision == Decision.CORRECT:
             corrected, changes = correct(extracted, values or {})
         status = ReviewStatus.REJECTED if decision == Decision.REJECT else ReviewStatus.APPROVED
@@ -84,7 +85,7 @@ def decide(
             raise AlreadyDecidedError()  # the row lock makes this unreachable; the guard stays the guard
         row = ReviewDecision.objects.create(
             review=review, tenant=review.tenant, decision=decision, corrected=corrected,
-            diff=[change.as_json() for change in changes], reason=reason, decided_by=decider, decided_at=now,
+            diff=[change.as_json() for change in changes], reason=reason, decided_by_id=decider.pk, decided_at=now,
         )
         detail = ("corrected: " + ", ".join(row.corrected_fields)) if changes else ""
         audit.record(AUDIT_ACTIONS[decision], at=now, tenant=review.tenant, operator=decider, reason=reason,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
@@ -104,31 +103,35 @@ class ReviewViews:
         page = load(_review(request, review_id))
         review = page.review
         form = DecisionForm(request.POST)
-        submitted = {key[len(FIELD_PREFIX):]: value for key, value in request.POST.items()
+        submitted = {key[len(FIELD_PREFIX):]: str(request.POST.get(key, "")) for key in request.POST
                      if key.startswith(FIELD_PREFIX)}
-        again = dict(submitted=submitted, reason=request.POST.get("reason", "")[:MAX_REASON])
+        reason = str(request.POST.get("reason", ""))[:MAX_REASON]
+
+        def again(problem: str, errors: dict[str, str] | None = None) -> HttpResponse:
+            """The page again with the reviewer's values and what was wrong: nothing was decided."""
+            return self._render(request, page, status=400, errors=errors, submitted=submitted, reason=reason,
+                                form_error=problem)
+
         if not form.is_valid():
-            problem = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
-            return self._render(request, page, status=400, form_error=f"Nothing was decided. {problem}", **again)
+            return again("Nothing was decided. " + "; ".join(
+                f"{name}: {' '.join(str(e) for e in errs)}" for name, errs in form.errors.items()))
         decision = Decision(form.cleaned_data["decision"])
         extracted = flatten(page.fields)
         changed = {path: value for path, value in submitted.items() if extracted.get(path) != value}
         if decision == Decision.APPROVE and changed:
-            return self._render(request, page, status=400, **again, form_error=(
-                "Nothing was decided: you changed fields. To approve with your changes choose "
-                "\u201cCorrect and approve\u201d; to approve as extracted, undo them."))
+            return again("Nothing was decided: you changed fields. To approve with your changes choose "
+                         "\u201cCorrect and approve\u201d; to approve as extracted, undo them.")
         try:
             with transaction.atomic():
                 row = decide(review.pk, decision, request.user, reason=form.cleaned_data["reason"],
                              values=changed if decision == Decision.CORRECT else None)
                 fields = f" ({', '.join(row.corrected_fields)})" if row.diff else ""
-                _log(request, review, f"{DONE[decision]}{fields} on the review page.")
+                history = f"{DONE[decision]}{fields} on the review page."  # field names, never values
+                self.site.get_model_admin(Review).log_change(request, review, history)
         except CorrectionRefused as bad:
-            return self._render(request, page, status=400, errors=bad.problems,
-                                form_error="Nothing was decided. " + _refusal(bad), **again)
+            return again("Nothing was decided. " + _refusal(bad), bad.problems)
         except InvalidInputError as invalid:
-            return self._render(request, page, status=400, form_error=f"Nothing was decided: {invalid.problem}.",
-                                **again)
+            return again(f"Nothing was decided: {invalid.problem}.")
         except AlreadyDecidedError:
             messages.error(request, "Nothing was done: this review was already decided, and a decision is final.")
             return HttpResponseRedirect(reverse("admin:review_page", args=[review.pk]))
@@ -162,10 +165,3 @@ def _refusal(refused: CorrectionRefused) -> str:
         parts.append("The corrected values break the rule" + ("s " if len(refused.rules) > 1 else " ")
                      + ", ".join(refused.rules) + ".")
     return " ".join(parts)
-
-
-def _log(request: HttpRequest, review: Review, message: str) -> None:
-    """The decision in Django's admin history of the review ("Recent actions", the object's history)."""
-    LogEntry.objects.log_actions(
-        user_id=request.user.pk, queryset=[review], action_flag=CHANGE, change_message=message, single_object=True,
-    )
