@@ -170,6 +170,17 @@ def test_the_event_is_published_and_the_review_consumer_leaves_it_alone(review, 
     assert OutboxEvent.objects.get(topic=REVIEW_DECIDED_TOPIC).published_at is not None
 
 
+def test_published_decisions_keep_every_pipeline_invariant(review, acme_operator):
+    from pipeline.invariants import check_all
+
+    other = reviewing.review_of("acme", "invoice-2")
+    decide(review.pk, "correct", acme_operator, values={"vendor": "Globex Supplies Limited"})
+    decide(other.pk, "reject", acme_operator, reason="not ours")
+    assert publish_pending().published == 1
+    broken = [finding.check for finding in check_all().findings if finding.broken]
+    assert broken == []
+
+
 def test_the_decision_table_refuses_update_and_delete(review, acme_operator):
     decide(review.pk, "approve", acme_operator)
     for statement in ("UPDATE review_reviewdecision SET decision = 'reject'", "DELETE FROM review_reviewdecision"):
