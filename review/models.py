@@ -16,9 +16,9 @@ from pipeline.models import Review
 
 
 class Decision(models.TextChoices):
-    APPROVE = "approve"  # approved as extracted
-    REJECT = "reject"  # rejected; a reason is required
-    CORRECT = "correct"  # approved with corrected values
+    APPROVE = "approve", "Approved"  # as extracted
+    REJECT = "reject", "Rejected"  # a reason is required
+    CORRECT = "correct", "Corrected and approved"  # approved with corrected values
 
 
 class ReviewDecision(models.Model):

@@ -52,6 +52,12 @@ class ReviewPage:
         return layout(self.fields, values, errors)
 
     @property
+    def corrections(self) -> list[Change]:
+        """What the decision's reviewer changed, field by field (a correction's diff)."""
+        diff = self.decision.diff if self.decision is not None else []
+        return [Change(c["field"], c.get("extracted"), c.get("corrected")) for c in diff or []]
+
+    @property
     def broken_rules(self) -> list[str]:
         return [check.rule for check in self.rules or [] if not check.holds]
 

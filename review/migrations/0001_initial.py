@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('tenant', models.CharField(max_length=33)),
-                ('decision', models.CharField(choices=[('approve', 'Approve'), ('reject', 'Reject'), ('correct', 'Correct')], max_length=16)),
+                ('decision', models.CharField(choices=[('approve', 'Approved'), ('reject', 'Rejected'), ('correct', 'Corrected and approved')], max_length=16)),
                 ('corrected', models.JSONField(blank=True, null=True)),
                 ('diff', models.JSONField(blank=True, default=list)),
                 ('reason', models.CharField(blank=True, default='', max_length=500)),
