@@ -83,6 +83,14 @@ def test_a_reprocessed_document_names_why_its_previous_version_failed(acme_opera
     assert "v1 has no result (dead_lettered): nothing to compare." in html
 
 
+def test_content_is_escaped_on_the_page(acme_operator):
+    hostile = "<script>alert('text')</script>"
+    review = reviewing.review_of("acme", "xss", reviewing.fields(1, vendor='"><script>alert(1)</script>'), text=hostile)
+    html = login(acme_operator).get(page_url(review)).content.decode()
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(&#x27;text&#x27;)&lt;/script&gt;" in html and "&quot;&gt;&lt;script&gt;alert(1)" in html
+
+
 def test_a_result_outside_the_schema_is_shown_with_a_warning(acme_operator):
     odd = reviewing.review_of("acme", "odd", {"invoice_number": "X-1", "total": "12.50", "note": "extra"},
                               validate=False)
