@@ -180,6 +180,12 @@ def test_another_tenants_review_is_a_404_like_a_missing_one(review, globex_opera
     assert everything() == before
 
 
+@pytest.mark.parametrize("path", ["/admin/review/99999999999999999999999/", "/admin/review/-1/",
+                                  "/admin/review/abc/", "/admin/review/1/decide/extra/"])
+def test_odd_review_urls_are_404s_never_500s(acme_operator, path):
+    assert login(acme_operator).get(path).status_code == 404
+
+
 def test_the_queue_of_another_tenant_does_not_include_this_review(review, globex_operator):
     response = login(globex_operator).get(reverse("admin:review_next"))
     assert response.status_code == 302
