@@ -71,6 +71,10 @@ def test_an_operator_corrects_the_oldest_review_and_lands_on_the_next(page):
     expect(page.locator("#form-error")).to_contain_text("a reason is required to reject")
     assert ReviewDecision.objects.count() == 2
 
+    page.keyboard.press("n")  # next: invoice-c is the only one left, so back to the list, told so
+    expect(page.locator(".messagelist")).to_contain_text("No other review is pending in your tenants.")
+    expect(page).to_have_url("/admin/pipeline/review/?status__exact=pending")
+
 
 def test_an_auditor_sees_the_decision_in_the_audit_and_timeline_but_no_content_or_buttons(page):
     from playwright.sync_api import expect
