@@ -148,6 +148,8 @@ def layout(data: Any, values: dict[str, str] | None = None, errors: dict[str, st
         for line in lines_data:
             if isinstance(line, dict):
                 keys += [key for key in sorted(line) if key not in keys]
+            elif "value" not in keys:  # a line that is not an object: shown whole (flatten names it "value")
+                keys.append("value")
         columns = tuple(keys)
         lines = [Line(index, [cell(f"{LINES}.{index}.{key}") for key in columns]) for index in range(len(lines_data))]
     shown = {c.path for c in header + totals}
