@@ -188,7 +188,10 @@ class CorrectionRefused(InvalidInputError):
 def _set(data: dict[str, Any], path: str, value: str) -> None:
     parts = path.split(".")
     if len(parts) == 3 and parts[0] == LINES:
-        data[LINES][int(parts[1])][parts[2]] = value
+        line = data[LINES][int(parts[1])]
+        if not isinstance(line, dict):  # a stored line that is not an object: nothing to correct in it
+            raise CorrectionRefused({path: "cannot be corrected: this line is not an invoice line"}, [])
+        line[parts[2]] = value
     else:
         data[path] = value
 

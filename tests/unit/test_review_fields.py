@@ -64,3 +64,10 @@ def test_a_correction_refuses_values_that_are_not_text():
     with pytest.raises(CorrectionRefused) as refused:
         correct(INVOICE, {"vendor": "x" * 501})
     assert refused.value.problems == {"vendor": "must be text of at most 500 characters"}
+
+
+def test_a_stored_line_that_is_not_an_object_cannot_be_corrected():
+    odd = {**INVOICE, "line_items": ["just text"]}
+    with pytest.raises(CorrectionRefused) as refused:
+        correct(odd, {"line_items.0.value": "other text"})
+    assert list(refused.value.problems) == ["line_items.0.value"]
