@@ -1,4 +1,5 @@
-"""RelayOps' admin site: Django's, with its titles and the document timeline of a job.
+"""RelayOps' admin site: Django's, with its titles, the document timeline of a job and the review page
+(``review.views``: read a result beside its document, decide it, walk the queue of pending reviews).
 
 Django's "view on site" shortcut (``r/<content_type>/<id>/``) is answered with the same 404 for every
 object: no RelayOps model has a public URL, and Django's answer told an existing row (another
@@ -16,6 +17,7 @@ from django.urls import URLPattern, URLResolver, path
 
 from console.timeline import document_timeline
 from pipeline.models import Job
+from review.views import ReviewViews
 
 
 class RelayOpsAdminSite(admin.AdminSite):
@@ -29,7 +31,7 @@ class RelayOpsAdminSite(admin.AdminSite):
         shortcut = path("r/<path:content_type_id>/<path:object_id>/", self.admin_view(self.no_shortcut),
                         name="view_on_site")
         urls = [url for url in super().get_urls() if getattr(url, "name", None) != "view_on_site"]
-        return [timeline, shortcut, *urls]
+        return [timeline, shortcut, *ReviewViews(self).urls(), *urls]
 
     def no_shortcut(self, request: HttpRequest, content_type_id: str, object_id: str) -> HttpResponse:
         """The same 404 whatever the object: whether a row exists is not the shortcut's to tell."""

@@ -14,7 +14,7 @@ from django.db.models import Q
 
 from dlq.models import AuditAction, AuditEntry, ReprocessRefusal
 from pipeline.models import Attempt, DeadLetter, Job, OutboxEvent, Result, Review, ReviewStatus
-from pipeline.outbox import RESULT_TOPIC
+from pipeline.outbox import RESULT_TOPIC, REVIEW_DECIDED_TOPIC
 from pipeline.reasons import ErrorCode
 from pipeline.states import JobStatus
 from relayops.formatting import counted, format_duration
@@ -39,6 +39,11 @@ class EntryKind(enum.StrEnum):
     REPROCESSED = "reprocessed"
     AUDITED = "audited"  # any other operator decision on the record (a review decision, a live-job action)
 
+
+REVIEW_DECISIONS: dict[str, str] = {
+    AuditAction.APPROVE: "Review approved", AuditAction.REJECT: "Review rejected",
+    AuditAction.CORRECT: "Review corrected and approved",
+}
 
 _PLACE = {kind: place for place, kind in enumerate(EntryKind)}
 _PLACE[EntryKind.ATTEMPT_ENDED] = _PLACE[EntryKind.LEASED]
@@ -129,7 +134,7 @@ def _attempt_entries(attempt: Attempt, job: Job) -> list[Entry]:
 
 
 def _outcome_entries(
-    jobs: list[Job], results: list[Result], events: list[OutboxEvent], reviews: list[Review]
+    jobs: list[Job], results: list[Result], events: list[OutboxEvent], reviews: list[Review], audits: list[AuditEntry],
 ) -> list[Entry]:
     versions = {j.pk: j.operation_version for j in jobs}
     by_key = {j.idempotency_key: j.operation_version for j in jobs}
@@ -143,17 +148,33 @@ def _outcome_entries(
         if e.published_at:
             entries.append(Entry(e.published_at, EntryKind.PUBLISHED, v, "Event published",
                                  f"after {counted(e.publish_attempts, 'publish attempt')}"))
+    recorded = {a.review_id: a for a in audits if _decision_of_review(a)}
     for r in reviews:
         v = versions[r.job_id]
         entries.append(Entry(r.created_at, EntryKind.HANDED_OFF, v, "Handed off for review",
                              link="admin:pipeline_review_change", link_pk=r.pk))
         if r.decided_at and r.status != ReviewStatus.PENDING:
-            who = r.decided_by.get_username() if r.decided_by else "unknown"
-            wait = r.decided_at - r.created_at
-            entries.append(Entry(r.decided_at, EntryKind.DECIDED, v, f"Review {r.status} by {who}",
-                                 f"waited {format_duration(wait)} from handoff", link="admin:pipeline_review_change",
-                                 link_pk=r.pk))
+            entries.append(_decided(r, r.decided_at, recorded.get(r.pk)))
     return entries
+
+
+def _decision_of_review(entry: AuditEntry) -> bool:
+    return entry.review_id is not None and entry.action in REVIEW_DECISIONS
+
+
+def _decided(review: Review, decided_at: dt.datetime, audited: AuditEntry | None) -> Entry:
+    """A review's decision: who and after how long; with its audit entry, which decision and why (the
+    names of corrected fields, never their values)."""
+    wait = f"waited {format_duration(decided_at - review.created_at)} from handoff"
+    if audited is None:  # decided before decisions were audited
+        who = review.decided_by.get_username() if review.decided_by else "unknown"
+        return Entry(decided_at, EntryKind.DECIDED, review.job.operation_version,
+                     f"Review {review.status} by {who}", wait, link="admin:pipeline_review_change", link_pk=review.pk)
+    parts = [wait, f"reason: {audited.reason}" if audited.reason else "no reason given"]
+    parts += [audited.detail] if audited.detail else []
+    return Entry(decided_at, EntryKind.DECIDED, review.job.operation_version,
+                 f"{REVIEW_DECISIONS[audited.action]} by {audited.operator}", "; ".join(parts),
+                 link="admin:dlq_auditentry_change", link_pk=audited.pk)
 
 
 def _dlq_entries(
@@ -171,7 +192,7 @@ def _dlq_entries(
             entries.append(Entry(a.at, EntryKind.REPROCESSED, versions[a.old_job_id],
                                  f"Reprocessed by {a.operator} as version {versions.get(a.new_job_id or 0, '?')}", because,
                                  link="admin:dlq_auditentry_change", link_pk=a.pk))
-        elif a.job_id in versions:
+        elif a.job_id in versions and not _decision_of_review(a):  # a review's decision is on its DECIDED entry
             entries.append(Entry(a.at, EntryKind.AUDITED, versions[a.job_id],
                                  f"{a.get_action_display()} by {a.operator}", because,
                                  link="admin:dlq_auditentry_change", link_pk=a.pk))
@@ -193,12 +214,15 @@ def document_timeline(tenant: str, document_id: str) -> DocumentTimeline:
     for attempt in Attempt.objects.filter(job_id__in=ids).order_by("leased_at", "fence"):
         entries += _attempt_entries(attempt, by_id[attempt.job_id])
     results = list(Result.objects.filter(job_id__in=ids).defer("data"))
-    events = list(OutboxEvent.objects.filter(topic=RESULT_TOPIC, idempotency_key__in=[j.idempotency_key for j in jobs])
+    events = list(OutboxEvent.objects.filter(topic__in=[RESULT_TOPIC, REVIEW_DECIDED_TOPIC],
+                                             idempotency_key__in=[j.idempotency_key for j in jobs])
                   .defer("payload"))
     reviews = list(Review.objects.filter(job_id__in=ids).select_related("decided_by"))
-    entries += _outcome_entries(jobs, results, events, reviews)
-    dead = list(DeadLetter.objects.filter(job_id__in=ids))
+    for review in reviews:
+        review.job = by_id[review.job_id]
     audits = list(AuditEntry.objects.filter(Q(old_job_id__in=ids) | Q(job_id__in=ids)))
+    entries += _outcome_entries(jobs, results, events, reviews, audits)
+    dead = list(DeadLetter.objects.filter(job_id__in=ids))
     refusals = list(ReprocessRefusal.objects.filter(dead_letter__job_id__in=ids))
     entries += _dlq_entries(versions, dead, audits, refusals)
     entries.sort(key=lambda e: e.sort_key)

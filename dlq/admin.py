@@ -125,8 +125,16 @@ class DeadLetterAdmin(PipelineRowAdmin):
             return None
         ids = list(queryset.order_by("id").values_list("id", flat=True))
         outcomes = reprocess_many(ids, request.user, reason=reason)
+        self._log(request, outcomes)
         self._tell(request, outcomes)
         return None
+
+    def _log(self, request: HttpRequest, outcomes: list[RowOutcome]) -> None:
+        """Each reprocessed row in Django's admin history ("Recent actions", the dead letter's history);
+        the audit entry, written with the new version, is the record."""
+        made = {o.dead_letter_id: o.job for o in outcomes if o.result == RowResult.REPROCESSED and o.job is not None}
+        for dead in DeadLetter.objects.filter(pk__in=list(made)).select_related("job").defer("job__payload"):
+            self.log_change(request, dead, f"Reprocessed as {made[dead.pk].idempotency_key} (audited).")
 
     def _tell_bulk(self, request: HttpRequest, report: BulkReport) -> None:
         """All N matching: counts per outcome (the rows are too many to name), links to the first new versions."""
@@ -261,7 +269,7 @@ class AuditEntryAdmin(PipelineRowAdmin):
     """Every operator decision: reprocesses, review decisions, live-job actions, redeliveries. Read-only for
     everyone; the database refuses UPDATE and DELETE too."""
 
-    list_display = ["at", "operator", "tenant", "action", "old_version", "new_version", "reason", "timeline"]
+    list_display = ["at", "operator", "tenant", "action", "old_version", "new_version", "reason", "detail", "timeline"]
     list_filter = [OperatorFilter, TenantFilter, "action", ("at", admin.DateFieldListFilter)]
     list_select_related = ["old_job", "new_job", "job"]
     search_fields = ["=old_job__idempotency_key", "=new_job__idempotency_key", "=operator"]

@@ -52,8 +52,11 @@ class ApiKeyAdmin(PipelineRowAdmin):
         )
         if isinstance(confirmed, HttpResponse) or confirmed is None:
             return confirmed
-        chosen = list(queryset.values_list("pk", flat=True))
-        revoked = sum(revoke_api_key(pk, by=request.user.get_username()) for pk in chosen)
+        chosen = list(queryset)
+        done = [key for key in chosen if revoke_api_key(key.pk, by=request.user.get_username())]
+        for key in done:  # Django's admin history: "Recent actions" and the key's own history
+            self.log_change(request, key, "Revoked.")
+        revoked = len(done)
         self.message_user(request, f"Revoked {revoked} API key(s): their next request is refused.", messages.SUCCESS)
         if len(chosen) > revoked:
             self.message_user(request, f"{len(chosen) - revoked} key(s) were already revoked.", messages.WARNING)

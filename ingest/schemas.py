@@ -44,6 +44,9 @@ class TimingsOut(Schema):
 class ReviewOut(Schema):
     status: str
     decided_at: dt.datetime | None
+    decision: str | None = Field(default=None, description="approve, reject or correct, once decided")
+    corrected_fields: dict[str, Any] | None = Field(
+        default=None, description="A correction's final field values (``fields`` stays the extractor's output)")
 
 
 class AttemptOut(Schema):

@@ -1,5 +1,6 @@
 """What the API tells a client about its jobs: status, attempts, the failure's codes, timings, the
-extracted fields once it succeeded, and the review's decision. Read only; a fixed number of queries.
+extracted fields once it succeeded, and the review's decision (with a correction's final values). Read
+only; a fixed number of queries.
 
 Timings are three separate numbers, each None while unknown:
 * ``queue_wait_seconds``: time the job waited to be leased, summed over its attempts (from enqueue,
@@ -16,6 +17,7 @@ from typing import Any
 
 from pipeline.models import Attempt, DeadLetter, Job, Result, Review, ReviewStatus
 from pipeline.states import JobStatus
+from review.models import ReviewDecision
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,20 @@ def _attempt(attempt: Attempt) -> dict[str, Any]:
     }
 
 
+def _review(review: Review) -> dict[str, Any]:
+    """The review's state and, once decided on the review page, its decision (a correction's final values)."""
+    decision: ReviewDecision | None = getattr(review, "decision", None)
+    return {
+        "status": review.status, "decided_at": review.decided_at,
+        "decision": decision.decision if decision is not None else None,
+        "corrected_fields": decision.corrected if decision is not None else None,
+    }
+
+
 def job_status(job: Job) -> dict[str, Any]:
     """The job as the API shows it (five queries)."""
     attempts = list(Attempt.objects.filter(job_id=job.pk).order_by("fence"))
-    review = Review.objects.filter(job_id=job.pk).first()
+    review = Review.objects.filter(job_id=job.pk).select_related("decision").first()
     dead = DeadLetter.objects.filter(job_id=job.pk).first()
     result = (Result.objects.filter(job_id=job.pk).values_list("data", flat=True).first()
               if job.status == JobStatus.SUCCEEDED else None)
@@ -70,6 +82,6 @@ def job_status(job: Job) -> dict[str, Any]:
         "deadline_at": job.deadline_at, "reason": dead.reason_code if dead else None,
         "error_code": job.last_error_code or None, "failed_rule": failed_rule or None,
         "timings": timings(job, attempts, review).__dict__, "fields": result,
-        "review": {"status": review.status, "decided_at": review.decided_at} if review else None,
+        "review": _review(review) if review else None,
         "attempt_log": [_attempt(a) for a in attempts],
     }

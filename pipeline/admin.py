@@ -1,15 +1,15 @@
 """The pipeline's admin: jobs, results, outbox events and reviews, read-only.
 
 Lists select their related rows up front (the query count does not grow with the rows shown) and
-never show payloads, results' data or events' payloads. Review decisions go through pipeline.reviews.
+never show payloads, results' data or events' payloads. Reviews are decided on the review page (the
+``review`` app, through pipeline.reviews.decide_review); the review list links to it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
@@ -17,9 +17,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from pipeline.models import Attempt, DeadLetter, Job, OutboxEvent, Result, Review, ReviewStatus
-from pipeline.reviews import decide_review, with_wait
+from pipeline.reviews import with_wait
 from pipeline.states import JobStatus
-from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped_column, counted
+from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped_column
 from tenancy.admin_base import format_duration, job_link, timeline_link
 from tenancy.services import scope
 
@@ -29,6 +29,7 @@ JOB_FIELDS = (
     "last_error", "finished_at", "reprocessed_from", "payload_hash", "dead_letter_link", "review_link", "timeline",
     "spend",
 )
+CONTENT_PERMISSION = "review.view_document_content"  # the review page's: it shows document content
 SEARCH_HELP = (
     "An exact idempotency key (tenant:document:vN), the start of a document id, or tenant:start of a document id."
 )
@@ -197,9 +198,12 @@ class OutboxEventAdmin(PipelineRowAdmin):
 
 @admin.register(Review)
 class ReviewAdmin(PipelineRowAdmin):
+    """The review queue. Reviews are decided on the review page (the ``review`` app: the fields beside the
+    document, approve, reject or correct, on the record), one at a time, never in bulk and unseen."""
+
     list_display = [
         "key", "tenant", "document", "version", "status", "created_at", "decided_at", "decided_by",
-        "wait", "timeline",
+        "wait", "open", "timeline",
     ]
     list_filter = [TenantFilter, "status", AgeFilter]
     list_select_related = ["job", "decided_by"]
@@ -208,10 +212,10 @@ class ReviewAdmin(PipelineRowAdmin):
     exact_search_fields = ["idempotency_key"]
     document_field = "document_id"
     ordering = ["-id"]
-    actions = ["approve", "reject"]
+    actions = None
     fields = readonly_fields = (
         "idempotency_key", "tenant", "document_id", "job", "event_id", "status", "created_at", "decided_at",
-        "decided_by", "wait", "timeline",
+        "decided_by", "wait", "open", "timeline",
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Review]:
@@ -221,39 +225,17 @@ class ReviewAdmin(PipelineRowAdmin):
 
     document = clipped_column("document_id", "document id")
 
-    def has_decide_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("pipeline.decide_review")
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        extra = {"content_visible": request.user.has_perm(CONTENT_PERMISSION), **(extra_context or {})}
+        return super().changelist_view(request, extra)
 
-    @admin.action(description="Approve selected reviews", permissions=["decide"])
-    def approve(self, request: HttpRequest, queryset: QuerySet[Review]) -> HttpResponse | None:
-        return self._decide(request, queryset, ReviewStatus.APPROVED)
+    def get_list_display(self, request: HttpRequest) -> Any:
+        shown = list(super().get_list_display(request))
+        return shown if request.user.has_perm(CONTENT_PERMISSION) else [name for name in shown if name != "open"]
 
-    @admin.action(description="Reject selected reviews", permissions=["decide"])
-    def reject(self, request: HttpRequest, queryset: QuerySet[Review]) -> HttpResponse | None:
-        return self._decide(request, queryset, ReviewStatus.REJECTED)
-
-    def _decide(self, request: HttpRequest, queryset: QuerySet[Review], decision: ReviewStatus) -> HttpResponse | None:
-        if not self.has_decide_permission(request):  # re-checked on the confirming POST
-            raise PermissionDenied
-        verb = "approve" if decision == ReviewStatus.APPROVED else "reject"
-        confirmed = self.confirm_action(
-            request, queryset, action=verb, title=f"{verb.capitalize()} reviews",
-            template="admin/pipeline/review/decide_confirmation.html",
-        )
-        if isinstance(confirmed, HttpResponse) or confirmed is None:
-            return confirmed
-        chosen = list(queryset.values_list("pk", flat=True))
-        decided = sum(decide_review(pk, decision, request.user) for pk in chosen)
-        kept = len(chosen) - decided
-        if decided:
-            self.message_user(request, f"{decision.label} {counted(decided, 'review')}.", messages.SUCCESS)
-        if kept:
-            self.message_user(request, (
-                f"{'Nothing was done: ' if not decided else ''}{counted(kept, 'review')} "
-                f"{'was' if kept == 1 else 'were'} already decided and kept {'its' if kept == 1 else 'their'} "
-                "decision."
-            ), messages.WARNING if decided else messages.ERROR)
-        return None
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        shown = list(super().get_fields(request, obj))
+        return shown if request.user.has_perm(CONTENT_PERMISSION) else [name for name in shown if name != "open"]
 
     @admin.display(description="version")
     def version(self, review: Review) -> str:
@@ -262,6 +244,12 @@ class ReviewAdmin(PipelineRowAdmin):
     @admin.display(description="wait", ordering="wait")
     def wait(self, review: Any) -> str:
         return format_duration(review.wait) if review.wait is not None else "-"
+
+    @admin.display(description="review page")
+    def open(self, review: Review) -> str:
+        """The page with the fields, the document and the decision (only for users who may see content)."""
+        return format_html('<a href="{}">{}</a>', reverse("admin:review_page", args=[review.pk]),
+                           "review" if review.status == ReviewStatus.PENDING else "decision")
 
     @admin.display(description="timeline")
     def timeline(self, review: Review) -> str:

@@ -1,4 +1,7 @@
-"""The deduping consumer: applies each event id once, creating the review handoff."""
+"""The deduping consumer: applies each ``extraction.completed`` event id once, creating the review handoff.
+
+Other topics (a decision's ``review.decided``) are not for it: it takes them without doing anything.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from pipeline import sql
 from pipeline.clock import Clock, system_clock
 from pipeline.events import Event
 from pipeline.models import Review
+from pipeline.outbox import RESULT_TOPIC
 
 REVIEW_CONSUMER = "review-handoff"
 
@@ -17,7 +21,7 @@ REVIEW_CONSUMER = "review-handoff"
 @dataclass(frozen=True)
 class ConsumeOutcome:
     applied: bool
-    reason: str  # "applied" or "duplicate_event"
+    reason: str  # "applied", "duplicate_event" or "other_topic"
 
 
 class ReviewHandoffConsumer:
@@ -29,6 +33,8 @@ class ReviewHandoffConsumer:
         self.clock = clock
 
     def handle(self, event: Event) -> ConsumeOutcome:
+        if event.topic != RESULT_TOPIC:
+            return ConsumeOutcome(applied=False, reason="other_topic")
         now = self.clock.now()
         with transaction.atomic():
             fresh = sql.fetch(sql.INSERT_CONSUMED, {

@@ -60,11 +60,12 @@ CHECKS = (
     Check("event_only_for_success", "no outbox event without a succeeded job of its key", """
         SELECT o.id FROM pipeline_outboxevent o JOIN pipeline_job j ON j.idempotency_key = o.idempotency_key
         WHERE {scope} AND j.status <> 'succeeded'"""),
-    Check("published_event_consumed_once", "every published event was consumed, into its one review", f"""
+    Check("published_event_consumed_once", "every published result event was consumed, into its one review", f"""
         SELECT o.id FROM pipeline_outboxevent o JOIN pipeline_job j ON j.idempotency_key = o.idempotency_key
         LEFT JOIN pipeline_consumedevent c ON c.consumer = '{REVIEW_CONSUMER}' AND c.event_id = o.event_id
         LEFT JOIN pipeline_review v ON v.event_id = o.event_id AND v.idempotency_key = o.idempotency_key
-        WHERE {{scope}} AND o.published_at IS NOT NULL AND (c.id IS NULL OR v.id IS NULL)"""),
+        WHERE {{scope}} AND o.topic = '{RESULT_TOPIC}' AND o.published_at IS NOT NULL
+          AND (c.id IS NULL OR v.id IS NULL)"""),
     Check("review_only_for_success", "no review without its succeeded job and that job's event", f"""
         SELECT v.id FROM pipeline_review v JOIN pipeline_job j ON j.id = v.job_id
         LEFT JOIN pipeline_outboxevent o ON o.topic = '{RESULT_TOPIC}' AND o.idempotency_key = v.idempotency_key

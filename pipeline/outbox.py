@@ -1,4 +1,8 @@
-"""Transactional outbox: the result, its event and the job's completion commit together, or not at all."""
+"""Transactional outbox: the result, its event and the job's completion commit together, or not at all.
+
+Other effects emit their event the same way, inside the transaction of the change (``emit``): a review
+decision's ``review.decided`` commits with the decision.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from pipeline.runtime import wakeups
 from relayops.validation import check_text
 
 RESULT_TOPIC = "extraction.completed"
+REVIEW_DECIDED_TOPIC = "review.decided"  # a review approved (as extracted or corrected), with its final fields
 TOPIC_MAX_LENGTH = 64  # OutboxEvent.topic
 
 
@@ -88,3 +93,29 @@ def _existing(lease: Lease, topic: str) -> CommitOutcome:
         raise IdempotencyConflictError(lease.idempotency_key, where="result")
     event = OutboxEvent.objects.get(topic=topic, idempotency_key=lease.idempotency_key)
     return CommitOutcome(result_id=existing.pk, event_id=event.event_id, deduped=True)
+
+
+def emit(
+    tenant: str, topic: str, idempotency_key: str, payload: dict[str, Any], *, clock: Clock = system_clock,
+) -> uuid.UUID:
+    """Write one outbox event inside the caller's transaction (it commits with the change it announces).
+
+    One event per topic and key: emitting again for the same ``(topic, idempotency_key)`` writes nothing
+    and returns the existing event's id. The relay publishes it after the commit.
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("outbox.emit must run inside the transaction of the change it announces")
+    check_text("topic", topic, max_length=TOPIC_MAX_LENGTH)
+    try:
+        data = canonical_json(payload)
+    except InvalidInputError as exc:
+        raise InvalidInputError("payload", "must be JSON-serialisable (no NaN, sets or objects)") from exc
+    event_id = uuid.uuid4()
+    landed = sql.fetch(sql.INSERT_EVENT, {
+        "event_id": sql.uuid_param(event_id), "tenant": tenant, "topic": topic, "key": idempotency_key,
+        "payload": data, "now": sql.ts(clock.now()),
+    })
+    if not landed:
+        return OutboxEvent.objects.get(topic=topic, idempotency_key=idempotency_key).event_id
+    wakeups.ring(wakeups.OUTBOX)
+    return event_id

@@ -1,5 +1,9 @@
 """Review decisions: an operator approves or rejects a pending review handoff, once.
 
+This is the one writer of a review's status. The review page decides through ``review.decisions``,
+which calls ``decide_review`` inside the transaction that also writes the decision, its audit entry and
+its outbox event.
+
 The handoff time (``created_at``) and the decision time (``decided_at``) both stay on the row, so the
 wait from handoff to decision is kept (``with_wait``).
 """

@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "tenancy",
     "pipeline",
     "dlq",
+    "review",
     "controls",
     "ingest",
     "console",

@@ -56,16 +56,17 @@ def _alive(pid: int) -> bool:
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """Let Django's flush TRUNCATE the audit table, in the test database only.
+    """Let Django's flush TRUNCATE the audit and review decision tables, in the test database only.
 
     Transactional tests (``transaction=True``, subprocesses) end with a TRUNCATE of every table, and
-    the audit's append-only trigger refuses TRUNCATE, so their teardown would fail. UPDATE and DELETE
+    the append-only triggers of those tables refuse TRUNCATE, so their teardown would fail. UPDATE and DELETE
     stay refused; a test of the TRUNCATE refusal re-enables the trigger inside its own transaction.
     """
     from django.db import connection
 
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute("ALTER TABLE dlq_auditentry DISABLE TRIGGER dlq_auditentry_no_truncate")
+        cursor.execute("ALTER TABLE review_reviewdecision DISABLE TRIGGER review_reviewdecision_no_truncate")
 
 
 @pytest.fixture

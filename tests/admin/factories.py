@@ -18,6 +18,7 @@ from pipeline import queue, relay
 from pipeline.clock import Clock, FrozenClock, system_clock
 from pipeline.models import Attempt, Job, OutboxEvent, Result, Review
 from pipeline.worker import process_once
+from review.models import ReviewDecision
 from tenancy.services import Role, create_member
 from tests.conftest import invoice
 
@@ -62,6 +63,6 @@ def queued(tenant: str, document_id: str, *, clock: Clock = system_clock) -> Job
 
 
 def snapshot() -> dict[str, list[dict[str, Any]]]:
-    """Every row of every pipeline and DLQ table, to assert that a refused request changed nothing."""
-    models = (Job, Attempt, Result, OutboxEvent, Review, DeadLetter, AuditEntry, ReprocessRefusal)
+    """Every row of every pipeline, DLQ and review table, to assert that a refused request changed nothing."""
+    models = (Job, Attempt, Result, OutboxEvent, Review, ReviewDecision, DeadLetter, AuditEntry, ReprocessRefusal)
     return {model.__name__: list(model.objects.order_by("pk").values()) for model in models}

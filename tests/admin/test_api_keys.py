@@ -68,6 +68,10 @@ def test_an_operator_revokes_their_tenants_key_after_confirming(keys, acme_opera
     key = ApiKey.objects.get(pk=keys["acme"].key.pk)
     assert not key.active and key.revoked_by == "olivia"
     assert authenticate(keys["acme"].raw).state == KeyState.REVOKED
+    from django.contrib.admin.models import LogEntry
+
+    log = LogEntry.objects.get()  # Django's admin history: "Recent actions" and the key's own history
+    assert (log.object_id, log.user_id, log.get_change_message()) == (str(key.pk), acme_operator.pk, "Revoked.")
 
 
 def test_an_operator_cannot_revoke_another_tenants_key(keys, acme_operator):

@@ -53,10 +53,11 @@ def offered_actions(client: Client, page: str) -> list[str]:
     return [] if form is None else [name for name, _ in form.fields["action"].choices if name]
 
 
-def test_operators_are_offered_reprocess_and_decisions(rows, acme_operator):
+def test_operators_are_offered_reprocess_and_decide_reviews_on_the_review_page(rows, acme_operator):
     client = login(acme_operator)
     assert offered_actions(client, "pipeline_deadletter") == ["reprocess"]
-    assert offered_actions(client, "pipeline_review") == ["approve", "reject"]
+    assert offered_actions(client, "pipeline_review") == []  # no bulk decision: one at a time, on the page
+    assert client.get(reverse("admin:review_page", args=[rows["review"].pk])).context["can_decide"] is True
     assert offered_actions(client, "pipeline_job") == ["cancel_jobs", "run_jobs_now"]
     assert offered_actions(client, "tenancy_tenantcontrol") == ["pause", "resume"]  # not the limit: no role has it
     for page in ("pipeline_result", "pipeline_outboxevent", "dlq_auditentry", "dlq_reprocessrefusal"):
@@ -97,6 +98,23 @@ def test_each_action_needs_its_own_permission(rows):
     assert offered_actions(client, "pipeline_review") == []
     before = snapshot()
     assert client.post(reverse("admin:pipeline_review_changelist"), approve_post(rows["review"].pk)).status_code == 403
+    assert client.get(reverse("admin:review_page", args=[rows["review"].pk])).status_code == 403
+    assert client.post(reverse("admin:review_decide", args=[rows["review"].pk]), {"decision": "approve"}).status_code == 403
+    assert snapshot() == before
+
+
+def test_seeing_content_is_not_enough_to_decide(rows):
+    """A user who may see the review page's content but not decide: the page has no buttons, a POST is 403."""
+    user = get_user_model().objects.create_user("reader", password=factories.PASSWORD, is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__in=["view_review", "view_document_content"]))
+    from tenancy.models import Membership
+
+    Membership.objects.create(user=user, tenant="acme")
+    client = login(user)
+    page = client.get(reverse("admin:review_page", args=[rows["review"].pk]))
+    assert page.status_code == 200 and page.context["can_decide"] is False and b'id="approve"' not in page.content
+    before = snapshot()
+    assert client.post(reverse("admin:review_decide", args=[rows["review"].pk]), {"decision": "approve"}).status_code == 403
     assert snapshot() == before
 
 
@@ -150,6 +168,7 @@ def test_csrf_is_enforced_on_actions(rows, acme_operator):
     before = snapshot()
     assert client.post(reverse("admin:pipeline_deadletter_changelist"), reprocess_post(rows["dead"].pk)).status_code == 403
     assert client.post(reverse("admin:pipeline_review_changelist"), approve_post(rows["review"].pk)).status_code == 403
+    assert client.post(reverse("admin:review_decide", args=[rows["review"].pk]), {"decision": "approve"}).status_code == 403
     assert snapshot() == before
 
 

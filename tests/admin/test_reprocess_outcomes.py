@@ -208,25 +208,3 @@ def test_a_forged_selection_of_another_tenants_rows_does_nothing_and_says_why(ac
             assert texts(response) == ["Nothing was done: 1 selected row is not in your tenants or no longer exists. "
                                        "Reload the list and select again."]
     assert snapshot() == before
-
-
-@pytest.mark.django_db
-def test_review_messages_count_properly_and_a_stale_selection_says_nothing_was_done(acme_operator, root):
-    reviews = [factories.succeeded("acme", f"invoice-{n}").reviews.get() for n in range(3)]
-    decide = reverse("admin:pipeline_review_changelist")
-
-    def approve(client, *ids):
-        data = {"action": "approve", "_selected_action": [r.pk for r in ids], "post": "yes"}
-        return texts(client.post(decide, data, follow=True))
-
-    client = login(acme_operator)
-    assert approve(client, reviews[0]) == ["Approved 1 review."]
-    assert approve(client, reviews[1], reviews[2]) == ["Approved 2 reviews."]
-    assert approve(client, reviews[0]) == ["Nothing was done: 1 review was already decided and kept its decision."]
-    assert approve(client, reviews[0], reviews[1]) == [
-        "Nothing was done: 2 reviews were already decided and kept their decision."]
-    globex = factories.succeeded("globex", "invoice-9").reviews.get()
-    assert approve(client, globex) == [
-        "Nothing was done: 1 selected row is not in your tenants or no longer exists. Reload the list and select again."]
-    globex.refresh_from_db()
-    assert globex.status == "pending"

@@ -1,4 +1,4 @@
-"""Review decisions: the guarded service, the wait kept for metrics, the admin's approve/reject."""
+"""Review decisions: the guarded service, the wait kept for metrics, the review list (no bulk decision)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import datetime as dt
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
-from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from pipeline.clock import FrozenClock
@@ -55,40 +54,21 @@ def test_bad_decisions_are_refused(review, acme_operator, decision, user, field)
     assert review.status == "pending"
 
 
-def decide(client, action: str, *ids, post: str = "yes"):
-    data = {"action": action, "_selected_action": list(ids), "post": post}
-    if not post:
-        data["index"] = "0"
-    return client.post(reverse(LIST), data, follow=True)
-
-
-def messages_of(response) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
-
-
-@pytest.mark.parametrize("action, status", [("approve", "approved"), ("reject", "rejected")])
-def test_the_admin_asks_then_decides(review, acme_operator, action, status):
+def test_the_list_offers_no_bulk_decision(review, acme_operator):
+    """Reviews are decided one at a time on the review page, seen: the list has no approve or reject action."""
     client = login(acme_operator)
     before = snapshot()
-    asked = decide(client, action, review.pk, post="")
-    assert "admin/pipeline/review/decide_confirmation.html" in [t.name for t in asked.templates]
-    assert "acme:invoice-1:v1" in asked.content.decode()
+    listed = client.get(reverse(LIST))
+    assert listed.context["cl"].model_admin.get_actions(listed.wsgi_request) == {}
+    response = client.post(reverse(LIST), {"action": "approve", "_selected_action": [review.pk], "post": "yes"})
+    assert response.status_code == 403
     assert snapshot() == before
-    done = decide(client, action, review.pk)
-    assert messages_of(done) == [f"{status.capitalize()} 1 review."]
-    review.refresh_from_db()
-    assert (review.status, review.decided_by_id) == (status, acme_operator.pk)
-    listed = client.get(reverse(LIST)).content.decode()
+
+
+def test_the_list_shows_who_decided_and_the_wait(review, acme_operator):
+    decide_review(review.pk, "approved", acme_operator, clock=FrozenClock(review.created_at + dt.timedelta(minutes=90)))
+    listed = login(acme_operator).get(reverse(LIST)).content.decode()
     assert "olivia" in listed and "1 h 30 min" in listed  # decided_by and the wait
-
-
-def test_a_decided_review_keeps_its_decision(review, acme_operator):
-    client = login(acme_operator)
-    decide(client, "approve", review.pk)
-    response = decide(client, "reject", review.pk)
-    assert messages_of(response) == ["Nothing was done: 1 review was already decided and kept its decision."]
-    review.refresh_from_db()
-    assert review.status == "approved"
 
 
 def test_the_queue_filters_by_status_and_tenant(review, acme_operator):

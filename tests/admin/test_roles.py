@@ -34,7 +34,9 @@ def test_the_migration_creates_both_roles_with_their_permissions():
     assert perms_of("Auditors") == VIEW_ONLY
     assert perms_of("Operators") == VIEW_ONLY | {"dlq.reprocess_deadletter", "pipeline.decide_review",
                                                  "ingest.revoke_apikey", "tenancy.cancel_job",
-                                                 "tenancy.run_job_now", "tenancy.pause_intake"}
+                                                 "tenancy.run_job_now", "tenancy.pause_intake",
+                                                 "review.view_document_content"}
+    assert "review.view_document_content" not in perms_of("Auditors")
 
 
 def test_no_role_may_add_change_or_delete_anything():

@@ -76,7 +76,7 @@ def test_a_job_succeeds_and_its_status_shows_fields_timings_and_the_review(acme,
     assert status["status"] == "succeeded" and status["attempts"] == 1
     from pipeline.extraction import synthetic
     assert status["fields"] == synthetic.valid(7).fields
-    assert status["review"] == {"status": "pending", "decided_at": None}
+    assert status["review"] == {"status": "pending", "decided_at": None, "decision": None, "corrected_fields": None}
     timings = status["timings"]
     assert timings["queue_wait_seconds"] >= 0 and timings["inference_seconds"] > 0
     assert timings["review_wait_seconds"] is None  # pending: not known yet
@@ -160,3 +160,19 @@ def test_the_openapi_schema_is_served_without_a_key(db):
     assert body["additionalProperties"] is False
     assert set(body["required"]) == {"document_id", "content"}
     assert schema["components"]["securitySchemes"]
+
+
+def test_the_status_shows_the_review_decision_and_a_corrections_final_values(acme):
+    from review.decisions import decide
+    from tenancy.roles import ensure_roles
+
+    ensure_roles()
+    posted = acme.post("/documents", document("INV-9", seed=9)).json()
+    assert process_once("w1").outcome == "committed"
+    relay.publish_pending()
+    operator = factories.member("op", "acme")
+    decide(Review.objects.get().pk, "correct", operator, values={"vendor": "Corrected Vendor Ltd"})
+    status = acme.get(f"/jobs/{posted['job_id']}").json()
+    assert status["review"]["status"] == "approved" and status["review"]["decision"] == "correct"
+    assert status["review"]["corrected_fields"]["vendor"] == "Corrected Vendor Ltd"
+    assert status["fields"]["vendor"] != "Corrected Vendor Ltd"  # the extractor's output, unchanged

@@ -130,6 +130,7 @@ class Command(BaseCommand):
             self._ingest(url, keys, extractor)
             self.stdout.write(f"\nOpen {url}/admin/ and sign in as:")
             self._print_credentials(credentials)
+            self.stdout.write(f"Review the extracted invoices, oldest first, as an operator: {url}/admin/review/next/")
             self.stdout.write("Ingest one more invoice through the API (run it twice: the second answers 200):")
             self.stdout.write("  " + frontdoor.curl_line(url, keys["acme"], scenarios.one_more()))
             self.stdout.write(f"Then follow its job: curl -sS {url}/api/v1/jobs/<job_id> -H 'Authorization: Bearer <key>'")
