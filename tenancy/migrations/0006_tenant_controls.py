@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenancy', '0004_roles_api_keys'),
+        ('tenancy', '0005_roles_review'),
     ]
 
     operations = [
