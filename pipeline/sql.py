@@ -151,28 +151,31 @@ RETURNING id
 # Insert the result's outbox event unless the key already has one on this topic.
 INSERT_EVENT = """
 INSERT INTO pipeline_outboxevent (event_id, tenant, topic, idempotency_key, payload, created_at,
-                                  publish_attempts)
-VALUES (%(event_id)s, %(tenant)s, %(topic)s, %(key)s, %(payload)s, %(now)s, 0)
+                                  publish_attempts, failures, last_failure)
+VALUES (%(event_id)s, %(tenant)s, %(topic)s, %(key)s, %(payload)s, %(now)s, 0, 0, '')
 ON CONFLICT (topic, idempotency_key) DO NOTHING
 RETURNING event_id
 """
 
 # Claim pending outbox rows (OutboxEvent.objects.pending) for a short while, with a token: no
 # transaction stays open across the publish, and only the holder of a current claim may mark a row
-# published. A row that failed to publish max_attempts times is parked (left pending, visible to
-# operators), not retried forever.
+# published. A row backing off after a failed publish (next_attempt_at) waits; a row parked after too
+# many failures (parked_at) or interrupted max_attempts times is left pending, visible to operators,
+# and not retried until one redelivers it. The outbox_claimable partial index serves the scan.
 CLAIM_EVENTS = """
 UPDATE pipeline_outboxevent SET
     claim_token = %(token)s, claimed_until = %(claimed_until)s, publish_attempts = publish_attempts + 1
 WHERE id IN (
     SELECT id FROM pipeline_outboxevent
-    WHERE published_at IS NULL AND (claimed_until IS NULL OR claimed_until < %(now)s)
+    WHERE published_at IS NULL AND parked_at IS NULL
+      AND (claimed_until IS NULL OR claimed_until < %(now)s)
+      AND (next_attempt_at IS NULL OR next_attempt_at <= %(now)s)
       AND publish_attempts < %(max_attempts)s
     ORDER BY id
     LIMIT %(limit)s
     {skip_locked}
 )
-RETURNING id, event_id, tenant, topic, idempotency_key, payload, created_at
+RETURNING id, event_id, tenant, topic, idempotency_key, payload, created_at, failures
 """
 
 # Insert a consumed event id unless it is already remembered; RETURNING is empty for a duplicate.

@@ -1,7 +1,7 @@
 """The two roles as groups and their permissions, restorable by ``ensure_roles``.
 
-Operators view every pipeline and DLQ row and API key of their tenants, reprocess dead letters, decide
-reviews and revoke API keys. Auditors view the same rows and act on nothing. A change to ROLES needs a new migration that depends on
+Operators view every pipeline and DLQ row, API key and webhook endpoint of their tenants, reprocess dead
+letters, decide reviews, revoke API keys, add and change webhook endpoints and redeliver parked outbox events. Auditors view the same rows and act on nothing. A change to ROLES needs a new migration that depends on
 the models it names and calls ``ensure_roles`` with a frozen copy of the new roles (as 0003 does):
 migrations must not change when this module does.
 """
@@ -21,11 +21,15 @@ VIEW = (
     ("dlq", "view_auditentry"),
     ("dlq", "view_reprocessrefusal"),
     ("ingest", "view_apikey"),
+    ("webhooks", "view_webhookendpoint"),
 )
 OPERATORS = "Operators"
 AUDITORS = "Auditors"
 ROLES: dict[str, tuple[tuple[str, str], ...]] = {
-    OPERATORS: VIEW + (("dlq", "reprocess_deadletter"), ("pipeline", "decide_review"), ("ingest", "revoke_apikey")),
+    OPERATORS: VIEW + (
+        ("dlq", "reprocess_deadletter"), ("pipeline", "decide_review"), ("ingest", "revoke_apikey"),
+        ("pipeline", "redeliver_outboxevent"), ("webhooks", "add_webhookendpoint"), ("webhooks", "change_webhookendpoint"),
+    ),
     AUDITORS: VIEW,
 }
 
