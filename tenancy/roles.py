@@ -28,7 +28,7 @@ AUDITORS = "Auditors"
 ROLES: dict[str, tuple[tuple[str, str], ...]] = {
     OPERATORS: VIEW + (
         ("dlq", "reprocess_deadletter"), ("pipeline", "decide_review"), ("ingest", "revoke_apikey"),
-        ("pipeline", "redeliver_outboxevent"), ("webhooks", "add_webhookendpoint"), ("webhooks", "change_webhookendpoint"),
+        ("pipeline", "redeliver_outboxevent"), ("webhooks", "configure_webhookendpoint"),
     ),
     AUDITORS: VIEW,
 }

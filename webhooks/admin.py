@@ -94,6 +94,12 @@ class WebhookEndpointAdmin(TenantScopedMixin, admin.ModelAdmin):
             return ["tenant", "url", "topics", "active"]
         return ["tenant", "url", "topics", "active", "secret_shown", "secret_set_at", "created_at", "created_by"]
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("webhooks.configure_webhookendpoint")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.has_perm("webhooks.configure_webhookendpoint")
+
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # deactivate instead: the deliveries stay on the record
 

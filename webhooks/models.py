@@ -31,6 +31,8 @@ class WebhookEndpoint(models.Model):
 
     class Meta:
         verbose_name = "webhook endpoint"
+        # Roles hold no add/change permission (rows change through services): this one is the admin's.
+        permissions = [("configure_webhookendpoint", "Can add and change webhook endpoints and give new secrets")]
         indexes = [models.Index(fields=["tenant", "active"], name="webhook_tenant_active")]
 
     def __str__(self) -> str:

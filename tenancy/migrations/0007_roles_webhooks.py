@@ -1,5 +1,6 @@
 """The roles again, now that webhooks exist (webhooks 0001, pipeline 0013): both roles view their
-tenants' webhook endpoints; Operators add and change them and redeliver parked outbox events.
+tenants' webhook endpoints; Operators configure them (add, change, new secret) and redeliver parked
+outbox events.
 0004's roles plus those permissions."""
 
 import importlib
@@ -11,8 +12,8 @@ from tenancy.roles import ensure_roles
 BEFORE = importlib.import_module("tenancy.migrations.0004_roles_api_keys").ROLES
 ROLES = {
     "Operators": BEFORE["Operators"] + (
-        ("webhooks", "view_webhookendpoint"), ("webhooks", "add_webhookendpoint"),
-        ("webhooks", "change_webhookendpoint"), ("pipeline", "redeliver_outboxevent"),
+        ("webhooks", "view_webhookendpoint"), ("webhooks", "configure_webhookendpoint"),
+        ("pipeline", "redeliver_outboxevent"),
     ),
     "Auditors": BEFORE["Auditors"] + (("webhooks", "view_webhookendpoint"),),
 }

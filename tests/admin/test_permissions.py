@@ -52,7 +52,8 @@ def test_operators_are_offered_reprocess_and_decisions(rows, acme_operator):
     client = login(acme_operator)
     assert offered_actions(client, "pipeline_deadletter") == ["reprocess"]
     assert offered_actions(client, "pipeline_review") == ["approve", "reject"]
-    for page in ("pipeline_job", "pipeline_result", "pipeline_outboxevent", "dlq_auditentry", "dlq_reprocessrefusal"):
+    assert offered_actions(client, "pipeline_outboxevent") == ["redeliver"]
+    for page in ("pipeline_job", "pipeline_result", "dlq_auditentry", "dlq_reprocessrefusal"):
         assert offered_actions(client, page) == [], page
 
 

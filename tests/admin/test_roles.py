@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db
 VIEW_ONLY = {
     "pipeline.view_job", "pipeline.view_result", "pipeline.view_review", "pipeline.view_outboxevent",
     "pipeline.view_deadletter", "dlq.view_auditentry", "dlq.view_reprocessrefusal", "ingest.view_apikey",
+    "webhooks.view_webhookendpoint",
 }
 
 
@@ -32,7 +33,8 @@ def test_the_migration_creates_both_roles_with_their_permissions():
     assert set(ROLES) == {"Operators", "Auditors"}
     assert perms_of("Auditors") == VIEW_ONLY
     assert perms_of("Operators") == VIEW_ONLY | {"dlq.reprocess_deadletter", "pipeline.decide_review",
-                                                 "ingest.revoke_apikey"}
+                                                 "ingest.revoke_apikey", "pipeline.redeliver_outboxevent",
+                                                 "webhooks.configure_webhookendpoint"}
 
 
 def test_no_role_may_add_change_or_delete_anything():

@@ -62,8 +62,14 @@ def test_a_wrong_extractor_is_a_clear_startup_error(spec, says):
     assert says in message and "RELAYOPS_EXTRACTOR" in message
 
 
-def test_publishers_default_to_the_review_handoff_and_fan_out_when_several():
-    assert isinstance(configured_publisher(), ConsumerPublisher)
+def test_publishers_default_to_the_review_handoff_and_webhooks_and_fan_out_when_several():
+    from webhooks.publisher import WebhookPublisher
+
+    default = configured_publisher()
+    assert isinstance(default, FanoutPublisher)
+    assert [type(p) for p in default.publishers] == [ConsumerPublisher, WebhookPublisher]
+    with relayops(PUBLISHERS=["review-handoff"]):
+        assert isinstance(configured_publisher(), ConsumerPublisher)
     with relayops(PUBLISHERS=["review-handoff", "tests.integration.plugins.RecordingPublisher"]):
         publisher = configured_publisher()
         assert isinstance(publisher, FanoutPublisher)

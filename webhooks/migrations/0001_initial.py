@@ -29,6 +29,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'verbose_name': 'webhook endpoint',
+                'permissions': [('configure_webhookendpoint', 'Can add and change webhook endpoints and give new secrets')],
                 'indexes': [models.Index(fields=['tenant', 'active'], name='webhook_tenant_active')],
             },
         ),
