@@ -81,9 +81,7 @@ class WebhookEndpointAdmin(TenantScopedMixin, admin.ModelAdmin):
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change=change, **kwargs)
         if obj is None:  # adding: the tenant is one of the user's
-            form = type("AddEndpointForm", (form,), {
-                "base_fields": {"tenant": forms.ChoiceField(choices=_tenant_choices(request)), **form.base_fields},
-            })
+            form = type("AddEndpointForm", (form,), {"tenant": forms.ChoiceField(choices=_tenant_choices(request))})
         return form
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:

@@ -72,12 +72,14 @@ def refusal(address: IPAddress, policy: Policy) -> str | None:
     """Why ``address`` may not be posted to under ``policy``, or None."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
-    if address.is_unspecified or address.is_multicast or address.is_reserved:
-        return "resolves to an unspecified, multicast or reserved address"
+    if address.is_unspecified or address.is_multicast:
+        return "resolves to an unspecified or multicast address"
     if address in METADATA_ADDRESSES or address.is_link_local:
         if not policy.allow_link_local:
             return "resolves to a link-local or cloud metadata address (RELAYOPS_WEBHOOK_ALLOW_LINK_LOCAL allows it)"
         return None
+    if address.is_reserved and not address.is_loopback:  # ::1 counts as reserved too
+        return "resolves to a reserved address"
     if not address.is_global and not policy.allow_private:
         return "resolves to a loopback or private address (RELAYOPS_WEBHOOK_ALLOW_PRIVATE allows it)"
     return None

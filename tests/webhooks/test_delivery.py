@@ -4,13 +4,16 @@ by event id."""
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 
 import pytest
 from django.conf import settings
 from django.test import override_settings
 
+from dlq.models import AuditAction, AuditEntry
 from pipeline import queue, relay
+from pipeline.maintenance.pruner import OutboxPruner
 from pipeline.models import ConsumedEvent, OutboxEvent, Review
 from pipeline.plugins import configured_publisher
 from pipeline.worker import process_once
@@ -117,6 +120,25 @@ def test_after_the_last_allowed_failure_the_event_is_parked_and_no_longer_tried(
     assert event.parked and event.parked_at is not None and (event.failures, event.last_status) == (3, 502)
     assert OutboxEvent.objects.parked().get() == event and OutboxEvent.objects.pending(clock.now()).count() == 0
     assert len(receiver.log()) == 3
+    receiver.kill()
+    receiver.start()  # fixed: answers 200 now
+    assert services.redeliver_parked(event, operator="olivia", reason="receiver fixed", clock=clock)
+    assert relay_once(clock).published == 1
+    assert receiver.applied() == [str(event.event_id)]
+    entry = AuditEntry.objects.get()
+    assert (entry.action, entry.event_id, entry.operator) == (AuditAction.REDELIVER, event.event_id, "olivia")
+    assert not services.redeliver_parked(event, operator="olivia", clock=clock)  # published: nothing to redeliver
+    assert AuditEntry.objects.count() == 1
+
+
+def test_published_events_are_pruned_with_their_deliveries(receivers, clock):
+    receiver = receivers()
+    endpoint_for(receiver)
+    committed("acme", 1, clock)
+    relay_once(clock)
+    assert WebhookDelivery.objects.count() == 1
+    pruned = OutboxPruner(dt.timedelta(days=7)).run_once(clock.now() + dt.timedelta(days=8))
+    assert pruned == 1 and OutboxEvent.objects.count() == 0 and WebhookDelivery.objects.count() == 0
 
 
 def test_a_receiver_killed_mid_delivery_gets_the_event_again_and_dedupes_it(receivers, clock):

@@ -1,0 +1,85 @@
+"""Endpoint secrets: encrypted at rest (a dump shows no secret), readable with the configured keys,
+rotatable, and never shown after creation."""
+
+from __future__ import annotations
+
+import pytest
+from cryptography.fernet import Fernet
+from django.conf import settings
+from django.db import connection
+from django.test import override_settings
+
+from webhooks import secrets, services
+from webhooks.errors import SecretUnreadableError
+from webhooks.models import WebhookEndpoint
+
+pytestmark = pytest.mark.django_db
+URL = "http://127.0.0.1:9/hook"
+
+
+def relayops(**options) -> override_settings:
+    return override_settings(RELAYOPS={**settings.RELAYOPS, **options})
+
+
+def dump() -> str:
+    """What a database dump of the endpoints table holds."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM webhooks_webhookendpoint")
+        return repr(cursor.fetchall())
+
+
+def test_a_dump_does_not_reveal_the_secret_and_the_keys_do():
+    made = services.create_endpoint("acme", URL, ["extraction.completed"])
+    assert made.secret.startswith("whsec_") and len(made.secret) > 40
+    assert made.secret not in dump() and made.secret[6:] not in dump()
+    assert secrets.decrypt(WebhookEndpoint.objects.get().secret_encrypted) == made.secret
+    assert made.endpoint.secret_hint == "…" + made.secret[-4:]
+
+
+def test_two_endpoints_never_share_a_secret():
+    a = services.create_endpoint("acme", URL, ["extraction.completed"])
+    b = services.create_endpoint("acme", URL, ["extraction.completed"])
+    assert a.secret != b.secret
+
+
+def test_configured_keys_rotate_the_first_encrypts_every_one_decrypts():
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    with relayops(WEBHOOK_SECRET_KEYS=[old]):
+        made = services.create_endpoint("acme", URL, ["extraction.completed"])
+    with relayops(WEBHOOK_SECRET_KEYS=[new, old]):
+        assert services.reencrypt_secrets() == (1, [])
+    with relayops(WEBHOOK_SECRET_KEYS=[new]):  # the old key is gone: still readable after re-encryption
+        assert secrets.decrypt(WebhookEndpoint.objects.get().secret_encrypted) == made.secret
+
+
+def test_a_changed_secret_key_without_its_fallback_makes_secrets_unreadable_not_wrong():
+    services.create_endpoint("acme", URL, ["extraction.completed"])
+    token = WebhookEndpoint.objects.get().secret_encrypted
+    with override_settings(SECRET_KEY="another-secret-key-" + "x" * 40, SECRET_KEY_FALLBACKS=[]):
+        with pytest.raises(SecretUnreadableError):
+            secrets.decrypt(token)
+        assert services.reencrypt_secrets() == (0, [WebhookEndpoint.objects.get().pk])
+    with override_settings(SECRET_KEY="another-secret-key-" + "x" * 40, SECRET_KEY_FALLBACKS=[settings.SECRET_KEY]):
+        assert secrets.decrypt(token).startswith("whsec_")
+
+
+def test_a_new_secret_replaces_the_old_one():
+    made = services.create_endpoint("acme", URL, ["extraction.completed"])
+    renewed = services.new_secret(made.endpoint)
+    assert renewed.secret != made.secret
+    assert secrets.decrypt(WebhookEndpoint.objects.get().secret_encrypted) == renewed.secret
+
+
+@pytest.mark.parametrize(("tenant", "url", "topics", "field"), [
+    ("Not A Tenant", URL, ["extraction.completed"], "tenant_id"),
+    ("acme", "ftp://127.0.0.1/", ["extraction.completed"], "url"),
+    ("acme", URL, [], "topics"),
+    ("acme", URL, ["job.deleted"], "topics"),
+    ("acme", URL, "extraction.completed", "topics"),
+])
+def test_bad_input_is_refused_naming_the_field_and_writes_nothing(tenant, url, topics, field):
+    from relayops.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError) as refused:
+        services.create_endpoint(tenant, url, topics)
+    assert refused.value.field == field and WebhookEndpoint.objects.count() == 0
