@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 
 from pipeline import sql
 from pipeline.clock import Clock, system_clock
@@ -67,6 +70,7 @@ class RelayReport:
     failed: int
     lost_claims: int  # published, but the claim had expired and another relay took the row
     parked: int = 0  # failed for the last allowed time: no longer claimed until an operator redelivers
+    released: int = 0  # claimed but not tried: half the claim had passed (slow publishers), given back
 
 
 def _event(row: dict) -> Event:
@@ -86,12 +90,15 @@ def publish_pending(
     clock: Clock = system_clock,
     crash: CrashInjector = NO_CRASH,
     policy: FailurePolicy | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> RelayReport:
     """Publish up to ``batch_size`` pending events. At-least-once: a crash after publishing and
     before marking republishes the event later, and the consumer absorbs it.
 
     A publisher that raises leaves its event unpublished: the failure is recorded on the row (if the
-    claim is still ours) with a backoff, and the event is parked at ``policy.max_failures``."""
+    claim is still ours) with a backoff, and the event is parked at ``policy.max_failures``. Once half
+    the claim has passed, the rows not yet tried are given back, so a batch of slow publications never
+    outlives its claim by more than one event's publication (and a drain is not held up for long)."""
     check_int("batch_size", batch_size, low=1, high=10_000)
     policy = policy or FailurePolicy.from_settings()
     check_number("claim_seconds", claim_seconds, above=0, high=3600)
@@ -106,8 +113,13 @@ def publish_pending(
         "max_attempts": MAX_PUBLISH_ATTEMPTS,
     })
     published: list[int] = []
-    parked = 0
-    for row in sorted(rows, key=lambda r: r["id"]):
+    parked = released = 0
+    stop_at = monotonic() + claim_seconds / 2
+    ordered = sorted(rows, key=lambda r: r["id"])
+    for index, row in enumerate(ordered):
+        if monotonic() >= stop_at:  # slow publishers (webhooks timing out): give the rest back untried
+            released = _release([r["id"] for r in ordered[index:]], token)
+            break
         try:
             publisher.publish(_event(row))
         except Exception as exc:  # a failed publish stays pending, backs off, and is parked at the last
@@ -118,8 +130,16 @@ def publish_pending(
     marked = OutboxEvent.objects.filter(pk__in=published, claim_token=token, published_at__isnull=True).update(
         published_at=clock.now(), claim_token=None, claimed_until=None
     ) if published else 0
-    return RelayReport(claimed=len(rows), published=marked, failed=len(rows) - len(published),
-                       lost_claims=len(published) - marked, parked=parked)
+    return RelayReport(claimed=len(rows), published=marked, failed=len(rows) - len(published) - released,
+                       lost_claims=len(published) - marked, parked=parked, released=released)
+
+
+def _release(ids: list[int], token: uuid.UUID) -> int:
+    """Give back claimed rows this relay had no time to try, uncounted, so another drain takes them now
+    rather than when the claim expires."""
+    return OutboxEvent.objects.filter(pk__in=ids, claim_token=token, published_at__isnull=True).update(
+        claim_token=None, claimed_until=None, publish_attempts=F("publish_attempts") - 1,
+    )
 
 
 def _record_failure(row: dict, token: uuid.UUID, exc: Exception, policy: FailurePolicy, now: dt.datetime) -> int:

@@ -83,3 +83,22 @@ def test_bad_input_is_refused_naming_the_field_and_writes_nothing(tenant, url, t
     with pytest.raises(InvalidInputError) as refused:
         services.create_endpoint(tenant, url, topics)
     assert refused.value.field == field and WebhookEndpoint.objects.count() == 0
+
+
+def test_rotate_webhook_keys_reencrypts_and_names_what_it_cannot_read():
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    with relayops(WEBHOOK_SECRET_KEYS=[old]):
+        made = services.create_endpoint("acme", URL, ["extraction.completed"])
+    out = StringIO()
+    with relayops(WEBHOOK_SECRET_KEYS=[new, old]):
+        call_command("rotate_webhook_keys", stdout=out)
+    assert "Re-encrypted 1 endpoint secret(s)" in out.getvalue()
+    with relayops(WEBHOOK_SECRET_KEYS=[new]):
+        assert secrets.decrypt(WebhookEndpoint.objects.get().secret_encrypted) == made.secret
+    with relayops(WEBHOOK_SECRET_KEYS=[Fernet.generate_key().decode()]):
+        with pytest.raises(CommandError, match=f"ids {made.endpoint.pk}"):
+            call_command("rotate_webhook_keys", stdout=StringIO())
