@@ -228,12 +228,12 @@ class OutboxEvent(models.Model):
         ]
         indexes = [
             models.Index(fields=["id"], condition=Q(published_at__isnull=True), name="outbox_pending"),
-            # The relay's claim: unpublished and not parked, in id order (backing-off rows are skipped).
-            models.Index(fields=["id"], condition=Q(published_at__isnull=True, parked_at__isnull=True),
-                         name="outbox_claimable"),
-            # When the next backoff ends (the drain's wake-up).
-            models.Index(fields=["next_attempt_at"], condition=Q(published_at__isnull=True, parked_at__isnull=True),
-                         name="outbox_backoff"),
+            # The relay's claim (sql.CLAIM_EVENTS): rows never failed, in id order ...
+            models.Index(fields=["id"], condition=Q(published_at__isnull=True, parked_at__isnull=True,
+                                                    next_attempt_at__isnull=True), name="outbox_fresh"),
+            # ... and rows backing off, by when their backoff ends (also the drain's wake-up).
+            models.Index(fields=["next_attempt_at"], condition=Q(published_at__isnull=True, parked_at__isnull=True,
+                                                                 next_attempt_at__isnull=False), name="outbox_backoff"),
             models.Index(fields=["published_at"], condition=Q(published_at__isnull=False), name="outbox_published"),
             models.Index(fields=["tenant", "id"], name="outbox_tenant_id"),  # an operator's list
         ]

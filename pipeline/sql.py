@@ -161,20 +161,28 @@ RETURNING event_id
 # transaction stays open across the publish, and only the holder of a current claim may mark a row
 # published. A row backing off after a failed publish (next_attempt_at) waits; a row parked after too
 # many failures (parked_at) or interrupted max_attempts times is left pending, visible to operators,
-# and not retried until one redelivers it. The outbox_claimable partial index serves the scan.
+# and not retried until one redelivers it. Two index scans that stop at their limit: rows never failed
+# (outbox_fresh, in id order) and rows whose backoff ended (outbox_backoff, by due time); a backlog of
+# rows still backing off is never read.
 CLAIM_EVENTS = """
-UPDATE pipeline_outboxevent SET
-    claim_token = %(token)s, claimed_until = %(claimed_until)s, publish_attempts = publish_attempts + 1
-WHERE id IN (
+WITH fresh AS (
     SELECT id FROM pipeline_outboxevent
-    WHERE published_at IS NULL AND parked_at IS NULL
-      AND (claimed_until IS NULL OR claimed_until < %(now)s)
-      AND (next_attempt_at IS NULL OR next_attempt_at <= %(now)s)
-      AND publish_attempts < %(max_attempts)s
+    WHERE published_at IS NULL AND parked_at IS NULL AND next_attempt_at IS NULL
+      AND (claimed_until IS NULL OR claimed_until < %(now)s) AND publish_attempts < %(max_attempts)s
     ORDER BY id
     LIMIT %(limit)s
     {skip_locked}
+), due AS (
+    SELECT id FROM pipeline_outboxevent
+    WHERE published_at IS NULL AND parked_at IS NULL AND next_attempt_at <= %(now)s
+      AND (claimed_until IS NULL OR claimed_until < %(now)s) AND publish_attempts < %(max_attempts)s
+    ORDER BY next_attempt_at
+    LIMIT %(limit)s
+    {skip_locked}
 )
+UPDATE pipeline_outboxevent SET
+    claim_token = %(token)s, claimed_until = %(claimed_until)s, publish_attempts = publish_attempts + 1
+WHERE id IN (SELECT id FROM (SELECT id FROM fresh UNION ALL SELECT id FROM due) AS pending ORDER BY id LIMIT %(limit)s)
 RETURNING id, event_id, tenant, topic, idempotency_key, payload, created_at, failures
 """
 

@@ -7,3 +7,6 @@ class WebhooksConfig(AppConfig):
     name = "webhooks"
     label = "webhooks"
     verbose_name = "Webhooks"
+
+    def ready(self) -> None:
+        from webhooks import checks  # noqa: F401  (registers the system checks)

@@ -18,8 +18,8 @@ from django.db.models.functions import Coalesce
 from pipeline.clock import Clock, system_clock
 from pipeline.events import Event, PublishError
 from relayops.logging import get_logger
-from relayops.validation import check_number
 from webhooks import delivery, targets
+from webhooks.checks import check_timeout
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 log = get_logger(__name__)
@@ -29,9 +29,7 @@ class WebhookPublisher:
     def __init__(self, clock: Clock = system_clock, *, timeout: float | None = None,
                  policy: targets.Policy | None = None) -> None:
         self.clock = clock
-        self.timeout = check_number(
-            "timeout", settings.RELAYOPS["WEBHOOK_TIMEOUT_SECONDS"] if timeout is None else timeout, above=0, high=60,
-        )
+        self.timeout = check_timeout(settings.RELAYOPS["WEBHOOK_TIMEOUT_SECONDS"] if timeout is None else timeout)
         self.policy = policy
         self.client = httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False)
 

@@ -50,10 +50,10 @@ def keys() -> list[bytes]:
     return [_derived(k) for k in [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])] if k]
 
 
-def _fernet() -> MultiFernet:
+def fernet() -> MultiFernet:
     try:
         return MultiFernet([Fernet(key) for key in keys()])
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError) as exc:  # also an empty list: no SECRET_KEY and no keys
         raise ImproperlyConfigured(
             "RELAYOPS_WEBHOOK_SECRET_KEYS must list Fernet keys (32 url-safe base64-encoded bytes each; "
             "make one with: python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
@@ -61,12 +61,12 @@ def _fernet() -> MultiFernet:
 
 
 def encrypt(secret: str) -> str:
-    return _fernet().encrypt(secret.encode()).decode()
+    return fernet().encrypt(secret.encode()).decode()
 
 
 def decrypt(token: str) -> str:
     try:
-        return _fernet().decrypt(token.encode()).decode()
+        return fernet().decrypt(token.encode()).decode()
     except InvalidToken as exc:
         raise SecretUnreadableError() from exc
 
@@ -74,6 +74,6 @@ def decrypt(token: str) -> str:
 def reencrypt(token: str) -> str:
     """The same secret under the current first key (key rotation)."""
     try:
-        return _fernet().rotate(token.encode()).decode()
+        return fernet().rotate(token.encode()).decode()
     except InvalidToken as exc:
         raise SecretUnreadableError() from exc

@@ -16,7 +16,7 @@ from dlq import audit
 from dlq.models import AuditAction
 from pipeline import relay
 from pipeline.clock import Clock, system_clock
-from pipeline.models import OutboxEvent
+from pipeline.models import Job, OutboxEvent
 from relayops.errors import InvalidInputError
 from tenancy.names import validate_tenant
 from webhooks import secrets, targets
@@ -86,6 +86,12 @@ def reencrypt_secrets() -> tuple[int, list[int]]:
     return done, unreadable
 
 
+def _job_id(event: OutboxEvent) -> int | None:
+    """The job an event came from (its payload names it), so the redelivery shows on its timeline."""
+    job_id = event.payload.get("job_id") if isinstance(event.payload, dict) else None
+    return job_id if isinstance(job_id, int) and not isinstance(job_id, bool) else None
+
+
 def redeliver_parked(event: OutboxEvent, *, operator: object, reason: str = "",
                      clock: Clock = system_clock) -> bool:
     """Give a parked event back to the relay, audited; False (nothing written) if it is not parked."""
@@ -94,8 +100,9 @@ def redeliver_parked(event: OutboxEvent, *, operator: object, reason: str = "",
         redelivered = relay.redeliver(event.pk, clock=clock)
         if redelivered is None:
             return False
+        job = Job.objects.filter(pk=_job_id(redelivered), tenant=redelivered.tenant).first()
         audit.record(AuditAction.REDELIVER, at=clock.now(), tenant=redelivered.tenant, operator=operator,
-                     reason=reason, event_id=redelivered.event_id,
+                     reason=reason, event_id=redelivered.event_id, job=job,
                      detail=f"{redelivered.topic} after {redelivered.last_failure or 'interruptions'}"
                             + (f" (HTTP {redelivered.last_status})" if redelivered.last_status else ""))
     return True

@@ -1,7 +1,7 @@
 """Outbox backoff and parking: a failed publication is counted (failures, its kind and the last HTTP
 status), waits out a backoff (next_attempt_at), and parks the event at the last allowed failure
-(parked_at); the relay's claim skips backing-off and parked rows (index outbox_claimable), the drains
-wake up when a backoff ends (outbox_backoff). Operators may redeliver a parked event."""
+(parked_at); the relay's claim reads rows never failed (index outbox_fresh) and rows whose backoff
+ended (outbox_backoff), never a backlog still backing off. Operators may redeliver a parked event."""
 
 from django.db import migrations, models
 
@@ -44,10 +44,10 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='outboxevent',
-            index=models.Index(condition=models.Q(('parked_at__isnull', True), ('published_at__isnull', True)), fields=['id'], name='outbox_claimable'),
+            index=models.Index(condition=models.Q(('next_attempt_at__isnull', True), ('parked_at__isnull', True), ('published_at__isnull', True)), fields=['id'], name='outbox_fresh'),
         ),
         migrations.AddIndex(
             model_name='outboxevent',
-            index=models.Index(condition=models.Q(('parked_at__isnull', True), ('published_at__isnull', True)), fields=['next_attempt_at'], name='outbox_backoff'),
+            index=models.Index(condition=models.Q(('next_attempt_at__isnull', False), ('parked_at__isnull', True), ('published_at__isnull', True)), fields=['next_attempt_at'], name='outbox_backoff'),
         ),
     ]

@@ -118,7 +118,9 @@ def test_a_parked_event_shows_its_last_status_and_is_redelivered_audited(acme_op
     entry = AuditEntry.objects.get()
     assert (entry.action, entry.event_id, entry.tenant, entry.operator, entry.reason) == (
         AuditAction.REDELIVER, event.event_id, "acme", "olivia", "receiver fixed")
-    assert "HTTP 503" in entry.detail
+    assert "HTTP 503" in entry.detail and entry.job.idempotency_key == event.idempotency_key
+    timeline = client.get(reverse("admin:pipeline_job_timeline", args=[entry.job_id])).content.decode()
+    assert "Event parked" in timeline and "last HTTP 503" in timeline and "olivia" in timeline
     assert relay.publish_pending().published == 1 and Review.objects.count() == 1
 
 

@@ -102,3 +102,18 @@ def test_rotate_webhook_keys_reencrypts_and_names_what_it_cannot_read():
     with relayops(WEBHOOK_SECRET_KEYS=[Fernet.generate_key().decode()]):
         with pytest.raises(CommandError, match=f"ids {made.endpoint.pk}"):
             call_command("rotate_webhook_keys", stdout=StringIO())
+
+
+@pytest.mark.parametrize(("options", "check_id"), [
+    ({"WEBHOOK_SECRET_KEYS": ["not-a-fernet-key"]}, "relayops.E022"),
+    ({"WEBHOOK_TIMEOUT_SECONDS": 0}, "relayops.E021"),
+    ({"WEBHOOK_TIMEOUT_SECONDS": 600}, "relayops.E021"),
+    ({"OUTBOX_MAX_FAILURES": 0}, "relayops.E020"),
+    ({"OUTBOX_BACKOFF_SECONDS": -1.0}, "relayops.E020"),
+])
+def test_wrong_webhook_and_outbox_settings_stop_start_up_with_a_clear_error(options, check_id):
+    from django.core.checks import run_checks
+
+    with relayops(**options):
+        found = [m for m in run_checks() if m.id == check_id]
+    assert len(found) == 1 and "RELAYOPS_" in found[0].msg
