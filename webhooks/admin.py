@@ -111,7 +111,7 @@ class WebhookEndpointAdmin(TenantScopedMixin, admin.ModelAdmin):
         made = services.create_endpoint(data["tenant"], data["url"], data["topics"], active=data["active"],
                                         by=request.user.get_username())
         obj.pk = made.endpoint.pk
-        obj.__dict__.update({k: v for k, v in made.endpoint.__dict__.items() if not k.startswith("_")})
+        obj.refresh_from_db()  # the admin's history and the answer page speak of the saved row
         request._webhook_secret = made  # type: ignore[attr-defined]  # shown by response_add, once
 
     def response_add(self, request: HttpRequest, obj: WebhookEndpoint, post_url_continue: str | None = None) -> HttpResponse:

@@ -110,6 +110,9 @@ def test_a_parked_event_shows_its_last_status_and_is_redelivered_audited(acme_op
     listing = client.get(reverse(OUTBOX), {"state": "parked"})
     assert [e.pk for e in listing.context["cl"].result_list] == [event.pk]
     assert "http_status (HTTP 503)" in listing.content.decode()
+    job_id = event.payload["job_id"]
+    timeline = client.get(reverse("admin:pipeline_job_timeline", args=[job_id])).content.decode()
+    assert "Event parked" in timeline and "after 1 failed publication (last: http_status, last HTTP 503)" in timeline
     post = {"action": "redeliver", "_selected_action": [event.pk]}
     assert "Redeliver parked events" in client.post(reverse(OUTBOX), post).content.decode()
     client.post(reverse(OUTBOX), {**post, "post": "yes", "reason": "receiver fixed"})
@@ -120,7 +123,7 @@ def test_a_parked_event_shows_its_last_status_and_is_redelivered_audited(acme_op
         AuditAction.REDELIVER, event.event_id, "acme", "olivia", "receiver fixed")
     assert "HTTP 503" in entry.detail and entry.job.idempotency_key == event.idempotency_key
     timeline = client.get(reverse("admin:pipeline_job_timeline", args=[entry.job_id])).content.decode()
-    assert "Event parked" in timeline and "last HTTP 503" in timeline and "olivia" in timeline
+    assert "by olivia" in timeline and "receiver fixed" in timeline
     assert relay.publish_pending().published == 1 and Review.objects.count() == 1
 
 
@@ -151,3 +154,18 @@ def test_a_redelivery_without_an_operator_is_refused():
         services.redeliver_parked(event, operator="")
     event.refresh_from_db()
     assert event.parked and AuditEntry.objects.count() == 0
+
+
+def test_an_operator_changes_an_endpoint_through_the_same_checks(acme_operator):
+    endpoint = services.create_endpoint("acme", URL, ["extraction.completed"]).endpoint
+    token = endpoint.secret_encrypted
+    client = login(acme_operator)
+    change = reverse("admin:webhooks_webhookendpoint_change", args=[endpoint.pk])
+    refused = client.post(change, {"url": "http://[fd00:ec2::254]/", "topics": ["extraction.completed"]})
+    assert refused.status_code == 200 and "link-local or cloud metadata" in refused.content.decode()
+    assert WebhookEndpoint.objects.get().url == URL
+    client.post(change, {"url": "http://127.0.0.1:10/new", "topics": ["extraction.completed", "review.decided"]})
+    endpoint.refresh_from_db()
+    assert (endpoint.url, endpoint.topics, endpoint.active) == (
+        "http://127.0.0.1:10/new", ["extraction.completed", "review.decided"], False)
+    assert endpoint.secret_encrypted == token and endpoint.tenant == "acme"  # neither changes here
