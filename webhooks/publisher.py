@@ -10,6 +10,8 @@ delivery row repeats the POST, and the receiver dedupes by the ``RelayOps-Event-
 
 from __future__ import annotations
 
+import ssl
+
 import httpx
 from django.conf import settings
 from django.db.models import F, Value
@@ -27,11 +29,14 @@ log = get_logger(__name__)
 
 class WebhookPublisher:
     def __init__(self, clock: Clock = system_clock, *, timeout: float | None = None,
-                 policy: targets.Policy | None = None) -> None:
+                 policy: targets.Policy | None = None, verify: ssl.SSLContext | bool = True) -> None:
         self.clock = clock
         self.timeout = check_timeout(settings.RELAYOPS["WEBHOOK_TIMEOUT_SECONDS"] if timeout is None else timeout)
         self.policy = policy
-        self.client = httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False)
+        # No keep-alive: each POST goes to its own checked address, and a publisher (one per drain) never
+        # leaves a pooled connection behind when it is dropped.
+        self.client = httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False, verify=verify,
+                                   limits=httpx.Limits(max_keepalive_connections=0))
 
     def destinations(self, event: Event) -> list[WebhookEndpoint]:
         """The endpoints still owed ``event``: active, the event's tenant and topic, no 2xx yet."""
