@@ -228,3 +228,18 @@ def test_a_batch_of_slow_publications_gives_back_what_it_had_no_time_to_try(cloc
     rest = OutboxEvent.objects.filter(pk__in=[e.pk for e in events[1:]])
     assert all(e.claim_token is None and e.publish_attempts == 0 for e in rest)  # untried: not counted
     assert relay.publish_pending(clock=clock).published == 2  # taken at once by the next relay
+
+
+def test_an_idle_drain_wakes_when_a_backoff_ends(receivers, clock):
+    from pipeline.runtime.drain import Drain
+
+    receiver = receivers("--status", "500")
+    endpoint_for(receiver)
+    committed("acme", 1, clock)
+    relay_once(clock)  # failed: backing off for 10 s
+    drain = Drain("node:1", max_seconds=5, jobs=False, poll_seconds=60, clock=clock)
+    assert drain._seconds_until_due(clock.now()) == 10.0
+    clock.advance(4)
+    assert drain._seconds_until_due(clock.now()) == 6.0
+    OutboxEvent.objects.update(parked_at=clock.now())  # parked: nothing to wake up for
+    assert drain._seconds_until_due(clock.now()) == 60.0
