@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 
 from pipeline import sql
 from pipeline.clock import Clock, system_clock
@@ -160,10 +160,13 @@ def _record_failure(row: dict, token: uuid.UUID, exc: Exception, policy: Failure
 
 def redeliver(event_pk: int, *, clock: Clock = system_clock) -> OutboxEvent | None:
     """Give a parked event back to the relay: its failures and claim count start again, due now.
-    Returns the row, or None when it is not parked (published, still retrying, or gone). Run it in the
-    transaction that records who asked (``webhooks.services.redeliver_parked`` does)."""
+    Returns the row, or None when it is not parked (published, still retrying, gone, or held by a relay's
+    current claim). Run it in the transaction that records who asked
+    (``webhooks.services.redeliver_parked`` does)."""
+    now = clock.now()
     with transaction.atomic():
-        event = OutboxEvent.objects.parked().select_for_update().filter(pk=event_pk).first()
+        event = (OutboxEvent.objects.parked().select_for_update()
+                 .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now), pk=event_pk).first())
         if event is None:
             return None
         OutboxEvent.objects.filter(pk=event.pk).update(

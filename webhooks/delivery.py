@@ -11,7 +11,7 @@ import httpx
 
 from pipeline.events import Event
 from webhooks import signing, targets
-from webhooks.errors import SecretUnreadableError, TargetRefusedError
+from webhooks.errors import SecretUnreadableError, TargetRefusedError, UnresolvableHostError
 from webhooks.models import WebhookEndpoint
 from webhooks.secrets import decrypt
 
@@ -22,7 +22,7 @@ USER_AGENT = "RelayOps-Webhooks/1"
 class Outcome:
     ok: bool
     status: int | None  # the HTTP status answered, if any
-    code: str  # "delivered", "http_status", "timeout", "connection", "refused_target", "secret_unreadable", ...
+    code: str  # "delivered", "http_status", "timeout", "connection", "dns", "refused_target", "secret_unreadable"
 
 
 def body_of(event: Event) -> bytes:
@@ -52,6 +52,8 @@ def post(client: httpx.Client, endpoint: WebhookEndpoint, event: Event, *, times
     try:
         target = targets.check(endpoint.url, policy)
         secret = decrypt(endpoint.secret_encrypted)
+    except UnresolvableHostError:
+        return Outcome(ok=False, status=None, code="dns")
     except TargetRefusedError:
         return Outcome(ok=False, status=None, code="refused_target")
     except SecretUnreadableError:

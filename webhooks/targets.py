@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from webhooks.errors import TargetRefusedError
+from webhooks.errors import TargetRefusedError, UnresolvableHostError
 
 MAX_URL_LENGTH = 2000
 METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata.goog", "metadata", "instance-data"})
@@ -93,7 +93,7 @@ def _resolve(host: str, port: int) -> list[IPAddress]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise TargetRefusedError("its host does not resolve") from exc
+        raise UnresolvableHostError() from exc
     found: list[IPAddress] = []
     for info in infos:
         address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
@@ -110,7 +110,7 @@ def check(url: object, policy: Policy | None = None) -> Target:
         raise TargetRefusedError("names a cloud metadata service (RELAYOPS_WEBHOOK_ALLOW_LINK_LOCAL allows it)")
     addresses = _resolve(host, port)
     if not addresses:
-        raise TargetRefusedError("its host does not resolve")
+        raise UnresolvableHostError()
     for address in addresses:
         problem = refusal(address, policy)
         if problem:

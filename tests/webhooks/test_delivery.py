@@ -147,7 +147,7 @@ def test_a_receiver_killed_mid_delivery_gets_the_event_again_and_dedupes_it(rece
     event = committed("acme", 1, clock)
 
     def kill_once_applied() -> None:  # the receiver applied the event; it dies before it answers
-        wait_for(lambda: receiver.applied(), timeout=60, what="the receiver to apply the event")
+        wait_for(lambda: receiver.log(), timeout=60, what="the receiver to apply the event and log it")
         receiver.kill()
 
     killer = threading.Thread(target=kill_once_applied)
@@ -243,3 +243,15 @@ def test_an_idle_drain_wakes_when_a_backoff_ends(receivers, clock):
     assert drain._seconds_until_due(clock.now()) == 6.0
     OutboxEvent.objects.update(parked_at=clock.now())  # parked: nothing to wake up for
     assert drain._seconds_until_due(clock.now()) == 60.0
+
+
+def test_a_host_that_stopped_resolving_is_a_dns_failure(receivers, clock):
+    from webhooks.models import WebhookEndpoint
+
+    receiver = receivers()
+    endpoint_for(receiver)
+    WebhookEndpoint.objects.update(url="http://gone.invalid/hook")  # its DNS name was deleted since
+    event = committed("acme", 1, clock)
+    assert relay_once(clock).failed == 1
+    event.refresh_from_db()
+    assert (event.last_failure, event.last_status) == ("dns", None) and receiver.log() == []
