@@ -77,7 +77,7 @@ def main() -> None:
                             seen.write(event_id + "\n")
                             seen.flush()
                             os.fsync(seen.fileno())
-                entry = {"event_id": event_id, "topic": self.headers.get("RelayOps-Topic"),
+                entry = {"event_id": event_id, "topic": self.headers.get("RelayOps-Topic"), "at": time.time(),
                          "timestamp": self.headers.get("RelayOps-Timestamp"), "valid": valid,
                          "duplicate": duplicate, "status": status, "document": document}
                 with (args.state / "log.jsonl").open("a") as log:
