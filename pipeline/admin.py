@@ -154,7 +154,8 @@ class OutboxEventAdmin(PipelineRowAdmin):
     operator's redelivery (the action is added by the webhooks app, which records it in the audit)."""
 
     list_display = [
-        "key", "tenant", "topic", "created_at", "state", "failures", "last_failure_shown", "publish_attempts", "age",
+        "key", "tenant", "topic", "created_at", "published_at", "state", "failures", "last_failure_shown",
+        "publish_attempts", "age",
     ]
     list_filter = [PublishedFilter, TenantFilter]
     search_fields = ["=idempotency_key"]
