@@ -161,7 +161,7 @@ class OutboxEventAdmin(PipelineRowAdmin):
     search_fields = ["=idempotency_key"]
     exact_search_fields = ["idempotency_key"]
     ordering = ["-id"]
-    actions = None
+    actions: list[str] | None = None  # the webhooks app adds "redeliver" (it records the audit)
     fields = readonly_fields = (
         "event_id", "topic", "idempotency_key", "tenant", "created_at", "state", "published_at", "publish_attempts",
         "claimed_until", "failures", "last_failure_shown", "next_attempt_at", "parked_at",

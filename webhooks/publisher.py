@@ -44,7 +44,7 @@ class WebhookPublisher:
                      if event.topic in e.topics]
         if not endpoints:
             return []
-        done = set(WebhookDelivery.objects.filter(event_id=event.event_id, delivered_at__isnull=False)
+        done = set(WebhookDelivery.objects.filter(event__event_id=event.event_id, delivered_at__isnull=False)
                    .values_list("endpoint_id", flat=True))
         return [e for e in endpoints if e.pk not in done]
 
@@ -63,8 +63,8 @@ class WebhookPublisher:
 
     def _record(self, event: Event, endpoint: WebhookEndpoint, outcome: delivery.Outcome) -> None:
         now = self.clock.now()
-        row, _ = WebhookDelivery.objects.get_or_create(
-            event_id=event.event_id, endpoint=endpoint, defaults={"last_attempt_at": now},
+        row, _ = WebhookDelivery.objects.get_or_create(  # the foreign key holds OutboxEvent.event_id (to_field)
+            event_id=event.event_id, endpoint=endpoint, defaults={"last_attempt_at": now},  # type: ignore[misc]
         )
         WebhookDelivery.objects.filter(pk=row.pk).update(
             attempts=F("attempts") + 1, last_status=outcome.status, last_attempt_at=now,

@@ -100,7 +100,8 @@ def redeliver_parked(event: OutboxEvent, *, operator: object, reason: str = "",
         redelivered = relay.redeliver(event.pk, clock=clock)
         if redelivered is None:
             return False
-        job = Job.objects.filter(pk=_job_id(redelivered), tenant=redelivered.tenant).first()
+        job_id = _job_id(redelivered)
+        job = Job.objects.filter(pk=job_id, tenant=redelivered.tenant).first() if job_id is not None else None
         audit.record(AuditAction.REDELIVER, at=clock.now(), tenant=redelivered.tenant, operator=operator,
                      reason=reason, event_id=redelivered.event_id, job=job,
                      detail=f"{redelivered.topic} after {redelivered.last_failure or 'interruptions'}"
