@@ -131,7 +131,8 @@ class ResultAdmin(PipelineRowAdmin):
 
 
 class PublishedFilter(admin.SimpleListFilter):
-    """Pending, parked or published: each served by a partial index."""
+    """Pending, parked or published: pending and published each served by a partial index; parked ones
+    are among the pending."""
 
     title = "state"
     parameter_name = "state"
