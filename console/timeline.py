@@ -148,6 +148,11 @@ def _outcome_entries(
         if e.published_at:
             entries.append(Entry(e.published_at, EntryKind.PUBLISHED, v, "Event published",
                                  f"after {counted(e.publish_attempts, 'publish attempt')}"))
+        elif e.parked_at:
+            status = f", last HTTP {e.last_status}" if e.last_status else ""
+            entries.append(Entry(e.parked_at, EntryKind.PUBLISHED, v, "Event parked",
+                                 f"after {counted(e.failures, 'failed publication')} (last: {e.last_failure}{status})",
+                                 warning=True))
     recorded = {a.review_id: a for a in audits if _decision_of_review(a)}
     for r in reviews:
         v = versions[r.job_id]

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from pipeline.models import Attempt, DeadLetter, Job, OutboxEvent, Result, Review, ReviewStatus
+from pipeline.models import PARKED, Attempt, DeadLetter, Job, OutboxEvent, Result, Review, ReviewStatus
 from pipeline.reviews import with_wait
 from pipeline.states import JobStatus
 from tenancy.admin_base import AgeFilter, PipelineRowAdmin, TenantFilter, age_of, clipped_column
@@ -151,15 +151,18 @@ class ResultAdmin(PipelineRowAdmin):
 
 
 class PublishedFilter(admin.SimpleListFilter):
-    """Pending or published: each served by its partial index."""
+    """Pending, parked or published: pending and published each served by a partial index; parked ones
+    are among the pending."""
 
     title = "state"
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("pending", "pending"), ("published", "published")]
+        return [("pending", "pending"), ("parked", "parked"), ("published", "published")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "parked":
+            return queryset.filter(PARKED, published_at__isnull=True)
         if self.value() in ("pending", "published"):
             return queryset.filter(published_at__isnull=self.value() == "pending")
         return queryset
@@ -167,15 +170,22 @@ class PublishedFilter(admin.SimpleListFilter):
 
 @admin.register(OutboxEvent)
 class OutboxEventAdmin(PipelineRowAdmin):
-    list_display = ["key", "tenant", "topic", "created_at", "published_at", "publish_attempts", "age"]
+    """Events and where their publication stands. A failed publication shows its failure count, its
+    kind and the last HTTP status answered (never a response body); a parked one waits for an
+    operator's redelivery (the action is added by the webhooks app, which records it in the audit)."""
+
+    list_display = [
+        "key", "tenant", "topic", "created_at", "published_at", "state", "failures", "last_failure_shown",
+        "publish_attempts", "age",
+    ]
     list_filter = [PublishedFilter, TenantFilter]
     search_fields = ["=idempotency_key"]
     exact_search_fields = ["idempotency_key"]
     ordering = ["-id"]
-    actions = None
+    actions: list[str] | None = None  # the webhooks app adds "redeliver" (it records the audit)
     fields = readonly_fields = (
-        "event_id", "topic", "idempotency_key", "tenant", "created_at", "published_at", "publish_attempts",
-        "claimed_until",
+        "event_id", "topic", "idempotency_key", "tenant", "created_at", "state", "published_at", "publish_attempts",
+        "claimed_until", "failures", "last_failure_shown", "next_attempt_at", "parked_at",
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[OutboxEvent]:
@@ -194,6 +204,21 @@ class OutboxEventAdmin(PipelineRowAdmin):
     @admin.display(description="age", ordering="created_at")
     def age(self, event: OutboxEvent) -> str:
         return age_of(event.created_at)
+
+    @admin.display(description="state")
+    def state(self, event: OutboxEvent) -> str:
+        if event.published_at is not None:
+            return "published"
+        if event.parked:
+            return "parked"
+        return "retrying" if event.failures else "pending"
+
+    @admin.display(description="last failure")
+    def last_failure_shown(self, event: OutboxEvent) -> str:
+        """The kind of the last failed publication and the HTTP status answered, if any."""
+        if not event.last_failure:
+            return "-"
+        return f"{event.last_failure} (HTTP {event.last_status})" if event.last_status else event.last_failure
 
 
 @admin.register(Review)

@@ -66,3 +66,15 @@ def plugins(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]
         except ImproperlyConfigured as exc:
             errors.append(checks.Error(str(exc), id=check_id))
     return errors
+
+
+@checks.register()
+def outbox_failure_policy(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The backoff and parking of failed publications (pipeline.relay.FailurePolicy) must be sane."""
+    from pipeline.relay import FailurePolicy
+
+    try:
+        FailurePolicy.from_settings()
+    except InvalidInputError as exc:
+        return [checks.Error(f"RELAYOPS_OUTBOX_{exc.field.upper()}: {exc.problem}", id="relayops.E020")]
+    return []

@@ -22,3 +22,14 @@ class Publisher(Protocol):
     """Delivers an event somewhere. Delivery is at-least-once: consumers dedupe by event id."""
 
     def publish(self, event: Event) -> None: ...
+
+
+class PublishError(Exception):
+    """A publisher's refusal the relay records on the event: ``status`` is the HTTP status answered, if
+    any; ``code`` a short kind (``http_status``, ``timeout``, ``connection``, ``refused_target``, ...).
+    Its message is never recorded or logged: it may carry a remote system's words."""
+
+    def __init__(self, code: str, status: int | None = None) -> None:
+        super().__init__(code if status is None else f"{code} {status}")
+        self.code = code[:32]
+        self.status = status

@@ -19,7 +19,7 @@ from pipeline.reasons import DeadLetterReason, ErrorCode, ValidationRule
 from pipeline.states import LIVE_STATUSES, JobStatus
 from tenancy.models import TenantControl
 
-MAX_PUBLISH_ATTEMPTS = 20  # then an event is parked: pending, visible in the admin, no longer claimed
+MAX_PUBLISH_ATTEMPTS = 20  # claims (interrupted publications); then an event is parked, no longer claimed
 DEFAULT_MAX_LEASE_EXPIRIES = 10  # crashes or stalls a job survives, apart from its own failures
 
 # When a live job is (or will be) claimable: a leased job when its lease expires, a queued one at its
@@ -175,21 +175,39 @@ class Result(models.Model):
         return self.idempotency_key
 
 
+# An unpublished event the relay no longer claims (OutboxEvent.objects.parked).
+PARKED = Q(parked_at__isnull=False) | Q(publish_attempts__gte=MAX_PUBLISH_ATTEMPTS)
+
+
 class OutboxEventQuerySet(models.QuerySet["OutboxEvent"]):
     def unpublished(self) -> "OutboxEventQuerySet":
-        """Events not yet published: claimed, waiting, or parked after too many failed publishes."""
+        """Events not yet published: claimed, waiting, backing off or parked."""
         return self.filter(published_at__isnull=True)
 
+    def parked(self) -> "OutboxEventQuerySet":
+        """Unpublished events the relay no longer claims on its own: their publishers failed
+        ``RELAYOPS_OUTBOX_MAX_FAILURES`` times (``parked_at``), or their publication was interrupted
+        ``MAX_PUBLISH_ATTEMPTS`` times. An operator redelivers them (``relay.redeliver``)."""
+        return self.unpublished().filter(PARKED)
+
     def pending(self, now: dt.datetime) -> "OutboxEventQuerySet":
-        """Events a relay's claim takes at ``now``: unpublished, unclaimed or with an expired claim, and
-        not parked. (``sql.CLAIM_EVENTS`` says the same.)"""
+        """Events a relay's claim takes at ``now``: unpublished, not parked, unclaimed or with an expired
+        claim, and past their backoff. (``sql.CLAIM_EVENTS`` says the same.)"""
         return self.unpublished().filter(
-            Q(claimed_until__isnull=True) | Q(claimed_until__lt=now), publish_attempts__lt=MAX_PUBLISH_ATTEMPTS
+            Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
+            Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now),
+            parked_at__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS,
         )
 
 
 class OutboxEvent(models.Model):
-    """An event committed with its result, published later by the relay."""
+    """An event committed with its result, published later by the relay.
+
+    ``publish_attempts`` counts claims; ``failures`` counts publications a publisher refused (a webhook
+    answering non-2xx, a connection error), each followed by a backoff (``next_attempt_at``) and, at
+    the last one, parking (``parked_at``). ``last_status`` is the HTTP status of the last failure,
+    when there was one; ``last_failure`` its kind (a code, never a message or a response body).
+    """
 
     event_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     tenant = models.CharField(max_length=33)
@@ -201,21 +219,39 @@ class OutboxEvent(models.Model):
     publish_attempts = models.PositiveIntegerField(default=0)
     claim_token = models.UUIDField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
+    failures = models.PositiveIntegerField(db_default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_failure = models.CharField(max_length=32, blank=True, db_default="")
+    parked_at = models.DateTimeField(null=True, blank=True)
 
     objects = OutboxEventQuerySet.as_manager()
 
     class Meta:
+        permissions = [("redeliver_outboxevent", "Can redeliver a parked outbox event")]
         constraints = [
             models.UniqueConstraint(fields=["topic", "idempotency_key"], name="outbox_one_event_per_key"),
         ]
         indexes = [
             models.Index(fields=["id"], condition=Q(published_at__isnull=True), name="outbox_pending"),
+            # The relay's claim (sql.CLAIM_EVENTS): rows never failed, in id order ...
+            models.Index(fields=["id"], condition=Q(published_at__isnull=True, parked_at__isnull=True,
+                                                    next_attempt_at__isnull=True), name="outbox_fresh"),
+            # ... and rows backing off, by when their backoff ends (also the drain's wake-up).
+            models.Index(fields=["next_attempt_at"], condition=Q(published_at__isnull=True, parked_at__isnull=True,
+                                                                 next_attempt_at__isnull=False), name="outbox_backoff"),
             models.Index(fields=["published_at"], condition=Q(published_at__isnull=False), name="outbox_published"),
             models.Index(fields=["tenant", "id"], name="outbox_tenant_id"),  # an operator's list
         ]
 
     def __str__(self) -> str:
         return f"{self.topic}:{self.idempotency_key}"
+
+    @property
+    def parked(self) -> bool:
+        return self.published_at is None and (
+            self.parked_at is not None or self.publish_attempts >= MAX_PUBLISH_ATTEMPTS
+        )
 
 
 class ReviewStatus(models.TextChoices):

@@ -70,15 +70,23 @@ def load_publisher(spec: str) -> Publisher:
 
 
 class FanoutPublisher:
-    """Publishes each event to every publisher in order; a failure leaves the event pending, so the
-    relay publishes it again later, to all of them (each must dedupe by event id)."""
+    """Publishes each event to every publisher in order. One publisher's failure does not keep the event
+    from the others: each is tried, then the first failure is raised, so the event stays pending and the
+    relay publishes it again later, to all of them (each must dedupe by event id: the review consumer
+    remembers it, the webhook publisher skips the endpoints that already have it)."""
 
     def __init__(self, publishers: Sequence[Publisher]) -> None:
         self.publishers = tuple(publishers)
 
     def publish(self, event: Event) -> None:
+        first: Exception | None = None
         for publisher in self.publishers:
-            publisher.publish(event)
+            try:
+                publisher.publish(event)
+            except Exception as exc:
+                first = first or exc
+        if first is not None:
+            raise first
 
 
 def load_publishers(specs: Sequence[str]) -> Publisher:

@@ -3,21 +3,54 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
 
 from pipeline import sql
 from pipeline.clock import Clock, system_clock
 from pipeline.consumer import ReviewHandoffConsumer
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.errors import InvalidInputError
-from pipeline.events import Event, Publisher
+from pipeline.events import Event, PublishError, Publisher
 from pipeline.models import MAX_PUBLISH_ATTEMPTS, OutboxEvent
+from pipeline.runtime import wakeups
 from relayops.logging import get_logger
 from relayops.validation import check_int, check_number
 
 log = get_logger(__name__)
 DEFAULT_CLAIM_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class FailurePolicy:
+    """What a failed publication costs an event: a backoff of ``backoff_seconds`` doubling per failure
+    up to ``backoff_max_seconds``, and parking at the ``max_failures``-th failure."""
+
+    max_failures: int = 10
+    backoff_seconds: float = 10.0
+    backoff_max_seconds: float = 3600.0
+
+    def __post_init__(self) -> None:
+        check_int("max_failures", self.max_failures, low=1, high=1000)
+        check_number("backoff_seconds", self.backoff_seconds, above=0, high=86_400)
+        check_number("backoff_max_seconds", self.backoff_max_seconds, above=0, high=7 * 86_400)
+
+    @classmethod
+    def from_settings(cls) -> "FailurePolicy":
+        config = settings.RELAYOPS
+        return cls(max_failures=config["OUTBOX_MAX_FAILURES"], backoff_seconds=config["OUTBOX_BACKOFF_SECONDS"],
+                   backoff_max_seconds=config["OUTBOX_BACKOFF_MAX_SECONDS"])
+
+    def backoff(self, failures: int) -> dt.timedelta:
+        """The wait after the ``failures``-th failure (1, 2, ...)."""
+        exponent = min(max(failures - 1, 0), 40)
+        return dt.timedelta(seconds=min(self.backoff_seconds * 2 ** exponent, self.backoff_max_seconds))
 
 
 class ConsumerPublisher:
@@ -36,6 +69,8 @@ class RelayReport:
     published: int
     failed: int
     lost_claims: int  # published, but the claim had expired and another relay took the row
+    parked: int = 0  # failed for the last allowed time: no longer claimed until an operator redelivers
+    released: int = 0  # claimed but not tried: half the claim had passed (slow publishers), given back
 
 
 def _event(row: dict) -> Event:
@@ -54,10 +89,18 @@ def publish_pending(
     claim_seconds: float = DEFAULT_CLAIM_SECONDS,
     clock: Clock = system_clock,
     crash: CrashInjector = NO_CRASH,
+    policy: FailurePolicy | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> RelayReport:
     """Publish up to ``batch_size`` pending events. At-least-once: a crash after publishing and
-    before marking republishes the event later, and the consumer absorbs it."""
+    before marking republishes the event later, and the consumer absorbs it.
+
+    A publisher that raises leaves its event unpublished: the failure is recorded on the row (if the
+    claim is still ours) with a backoff, and the event is parked at ``policy.max_failures``. Once half
+    the claim has passed, the rows not yet tried are given back, so a batch of slow publications never
+    outlives its claim by more than one event's publication (and a drain is not held up for long)."""
     check_int("batch_size", batch_size, low=1, high=10_000)
+    policy = policy or FailurePolicy.from_settings()
     check_number("claim_seconds", claim_seconds, above=0, high=3600)
     if publisher is not None and not callable(getattr(publisher, "publish", None)):
         raise InvalidInputError("publisher", "must have a publish(event) method")
@@ -70,16 +113,66 @@ def publish_pending(
         "max_attempts": MAX_PUBLISH_ATTEMPTS,
     })
     published: list[int] = []
-    for row in sorted(rows, key=lambda r: r["id"]):
+    parked = released = 0
+    stop_at = monotonic() + claim_seconds / 2
+    ordered = sorted(rows, key=lambda r: r["id"])
+    for index, row in enumerate(ordered):
+        if monotonic() >= stop_at:  # slow publishers (webhooks timing out): give the rest back untried
+            released = _release([r["id"] for r in ordered[index:]], token)
+            break
         try:
             publisher.publish(_event(row))
-        except Exception as exc:  # a failed publish stays pending; its claim expires and it is retried
-            log.warning("relay.publish_failed", outbox_id=row["id"], error_type=type(exc).__name__)
+        except Exception as exc:  # a failed publish stays pending, backs off, and is parked at the last
+            parked += _record_failure(row, token, exc, policy, clock.now())
             continue
         crash("after_publish_before_mark")
         published.append(row["id"])
     marked = OutboxEvent.objects.filter(pk__in=published, claim_token=token, published_at__isnull=True).update(
         published_at=clock.now(), claim_token=None, claimed_until=None
     ) if published else 0
-    return RelayReport(claimed=len(rows), published=marked, failed=len(rows) - len(published),
-                       lost_claims=len(published) - marked)
+    return RelayReport(claimed=len(rows), published=marked, failed=len(rows) - len(published) - released,
+                       lost_claims=len(published) - marked, parked=parked, released=released)
+
+
+def _release(ids: list[int], token: uuid.UUID) -> int:
+    """Give back claimed rows this relay had no time to try, uncounted, so another drain takes them now
+    rather than when the claim expires."""
+    return OutboxEvent.objects.filter(pk__in=ids, claim_token=token, published_at__isnull=True).update(
+        claim_token=None, claimed_until=None, publish_attempts=F("publish_attempts") - 1,
+    )
+
+
+def _record_failure(row: dict, token: uuid.UUID, exc: Exception, policy: FailurePolicy, now: dt.datetime) -> int:
+    """Release our claim on a row whose publication failed, with its backoff (or parking); 1 if parked.
+    Guarded by the claim token: a relay whose claim expired meanwhile records nothing."""
+    failures = row["failures"] + 1
+    park = failures >= policy.max_failures
+    status = exc.status if isinstance(exc, PublishError) else None
+    code = exc.code if isinstance(exc, PublishError) else "publisher_error"
+    updated = OutboxEvent.objects.filter(pk=row["id"], claim_token=token, published_at__isnull=True).update(
+        failures=failures, last_status=status, last_failure=code, claim_token=None, claimed_until=None,
+        next_attempt_at=now + policy.backoff(failures), parked_at=now if park else None,
+    )
+    log.warning("relay.publish_failed", outbox_id=row["id"], error_type=type(exc).__name__, failure=code,
+                status=status, failures=failures, parked=bool(updated and park))
+    return 1 if updated and park else 0
+
+
+def redeliver(event_pk: int, *, clock: Clock = system_clock) -> OutboxEvent | None:
+    """Give a parked event back to the relay: its failures and claim count start again, due now.
+    Returns the row, or None when it is not parked (published, still retrying, gone, or held by a relay's
+    current claim). Run it in the transaction that records who asked
+    (``webhooks.services.redeliver_parked`` does)."""
+    now = clock.now()
+    with transaction.atomic():
+        event = (OutboxEvent.objects.parked().select_for_update()
+                 .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now), pk=event_pk).first())
+        if event is None:
+            return None
+        OutboxEvent.objects.filter(pk=event.pk).update(
+            parked_at=None, failures=0, publish_attempts=0, next_attempt_at=None, claim_token=None,
+            claimed_until=None,
+        )
+        wakeups.ring(wakeups.OUTBOX)
+    event.refresh_from_db()
+    return event

@@ -158,28 +158,39 @@ RETURNING id
 # Insert the result's outbox event unless the key already has one on this topic.
 INSERT_EVENT = """
 INSERT INTO pipeline_outboxevent (event_id, tenant, topic, idempotency_key, payload, created_at,
-                                  publish_attempts)
-VALUES (%(event_id)s, %(tenant)s, %(topic)s, %(key)s, %(payload)s, %(now)s, 0)
+                                  publish_attempts, failures, last_failure)
+VALUES (%(event_id)s, %(tenant)s, %(topic)s, %(key)s, %(payload)s, %(now)s, 0, 0, '')
 ON CONFLICT (topic, idempotency_key) DO NOTHING
 RETURNING event_id
 """
 
 # Claim pending outbox rows (OutboxEvent.objects.pending) for a short while, with a token: no
 # transaction stays open across the publish, and only the holder of a current claim may mark a row
-# published. A row that failed to publish max_attempts times is parked (left pending, visible to
-# operators), not retried forever.
+# published. A row backing off after a failed publish (next_attempt_at) waits; a row parked after too
+# many failures (parked_at) or interrupted max_attempts times is left pending, visible to operators,
+# and not retried until one redelivers it. Two index scans that stop at their limit: rows never failed
+# (outbox_fresh, in id order) and rows whose backoff ended (outbox_backoff, by due time); a backlog of
+# rows still backing off is never read.
 CLAIM_EVENTS = """
-UPDATE pipeline_outboxevent SET
-    claim_token = %(token)s, claimed_until = %(claimed_until)s, publish_attempts = publish_attempts + 1
-WHERE id IN (
+WITH fresh AS (
     SELECT id FROM pipeline_outboxevent
-    WHERE published_at IS NULL AND (claimed_until IS NULL OR claimed_until < %(now)s)
-      AND publish_attempts < %(max_attempts)s
+    WHERE published_at IS NULL AND parked_at IS NULL AND next_attempt_at IS NULL
+      AND (claimed_until IS NULL OR claimed_until < %(now)s) AND publish_attempts < %(max_attempts)s
     ORDER BY id
     LIMIT %(limit)s
     {skip_locked}
+), due AS (
+    SELECT id FROM pipeline_outboxevent
+    WHERE published_at IS NULL AND parked_at IS NULL AND next_attempt_at <= %(now)s
+      AND (claimed_until IS NULL OR claimed_until < %(now)s) AND publish_attempts < %(max_attempts)s
+    ORDER BY next_attempt_at
+    LIMIT %(limit)s
+    {skip_locked}
 )
-RETURNING id, event_id, tenant, topic, idempotency_key, payload, created_at
+UPDATE pipeline_outboxevent SET
+    claim_token = %(token)s, claimed_until = %(claimed_until)s, publish_attempts = publish_attempts + 1
+WHERE id IN (SELECT id FROM (SELECT id FROM fresh UNION ALL SELECT id FROM due) AS pending ORDER BY id LIMIT %(limit)s)
+RETURNING id, event_id, tenant, topic, idempotency_key, payload, created_at, failures
 """
 
 # Insert a consumed event id unless it is already remembered; RETURNING is empty for a duplicate.

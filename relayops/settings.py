@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "review",
     "controls",
     "ingest",
+    "webhooks",
     "console",
     "demo",
 ]
@@ -227,7 +228,20 @@ RELAYOPS = {
     "HEALTH_STALE_SECONDS": env.float("RELAYOPS_HEALTH_STALE_SECONDS", default=15.0),
     # What the drains run (docs/extraction.md): rules, llm or a dotted path; and who receives the outbox.
     "EXTRACTOR": env.str("RELAYOPS_EXTRACTOR", default="rules"),
-    "PUBLISHERS": env.list("RELAYOPS_PUBLISHERS", default=["review-handoff"]),
+    "PUBLISHERS": env.list("RELAYOPS_PUBLISHERS", default=["review-handoff", "webhooks.publisher.WebhookPublisher"]),
+    # A failed publication (a webhook's non-2xx or connection error) is retried after a backoff that
+    # doubles from OUTBOX_BACKOFF_SECONDS up to OUTBOX_BACKOFF_MAX_SECONDS; at OUTBOX_MAX_FAILURES the
+    # event is parked (the admin's outbox page; an operator redelivers it).
+    "OUTBOX_MAX_FAILURES": env.int("RELAYOPS_OUTBOX_MAX_FAILURES", default=10),
+    "OUTBOX_BACKOFF_SECONDS": env.float("RELAYOPS_OUTBOX_BACKOFF_SECONDS", default=10.0),
+    "OUTBOX_BACKOFF_MAX_SECONDS": env.float("RELAYOPS_OUTBOX_BACKOFF_MAX_SECONDS", default=3600.0),
+    # Webhooks (docs/webhooks.md): one POST's timeout; whether endpoints may be loopback or private
+    # addresses (refused by default), or link-local and cloud-metadata addresses (refused by default);
+    # the Fernet keys encrypting endpoint secrets (empty: one derived from SECRET_KEY and its fallbacks).
+    "WEBHOOK_TIMEOUT_SECONDS": env.float("RELAYOPS_WEBHOOK_TIMEOUT_SECONDS", default=5.0),
+    "WEBHOOK_ALLOW_PRIVATE": env.bool("RELAYOPS_WEBHOOK_ALLOW_PRIVATE", default=False),
+    "WEBHOOK_ALLOW_LINK_LOCAL": env.bool("RELAYOPS_WEBHOOK_ALLOW_LINK_LOCAL", default=False),
+    "WEBHOOK_SECRET_KEYS": env.list("RELAYOPS_WEBHOOK_SECRET_KEYS", default=[]),
     # The LLM extractor: any OpenAI-compatible chat-completions server.
     "LLM_BASE_URL": env.str("RELAYOPS_LLM_BASE_URL", default=""),
     "LLM_MODEL": env.str("RELAYOPS_LLM_MODEL", default=""),

@@ -1,9 +1,9 @@
 """The two roles as groups and their permissions, restorable by ``ensure_roles``.
 
-Operators view every pipeline and DLQ row, API key and tenant control of their tenants, reprocess dead
-letters, decide reviews on the review page (which shows document content:
-``review.view_document_content``), revoke API keys, cancel live jobs, run delayed jobs now and pause or
-resume their tenants' intake. Auditors view the same rows, never document content, and act on nothing.
+Operators view every pipeline and DLQ row, API key, tenant control and webhook endpoint of their
+tenants, reprocess dead letters, decide reviews on the review page (which shows document content:
+``review.view_document_content``), revoke API keys, add and change webhook endpoints, redeliver parked
+outbox events, cancel live jobs, run delayed jobs now and pause or resume their tenants' intake. Auditors view the same rows, never document content, and act on nothing.
 
 Raising or lowering a tenant's reprocess rate limit (``tenancy.set_reprocess_limit``) is in no role:
 the limit is the brake on a script or a hurried operator reprocessing a whole DLQ, so the people it
@@ -30,6 +30,7 @@ VIEW = (
     ("dlq", "view_reprocessrefusal"),
     ("ingest", "view_apikey"),
     ("tenancy", "view_tenantcontrol"),
+    ("webhooks", "view_webhookendpoint"),
 )
 OPERATORS = "Operators"
 AUDITORS = "Auditors"
@@ -38,6 +39,7 @@ ROLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("dlq", "reprocess_deadletter"), ("pipeline", "decide_review"), ("ingest", "revoke_apikey"),
         ("tenancy", "cancel_job"), ("tenancy", "run_job_now"), ("tenancy", "pause_intake"),
         ("review", "view_document_content"),
+        ("pipeline", "redeliver_outboxevent"), ("webhooks", "configure_webhookendpoint"),
     ),
     AUDITORS: VIEW,
 }

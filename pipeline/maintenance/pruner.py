@@ -38,8 +38,8 @@ def _delete_in_batches(rows: QuerySet, batch_size: int, max_batches: int) -> int
         ids = list(rows.order_by("pk").values_list("pk", flat=True)[:batch_size])
         if not ids:
             break
-        count, _ = rows.model.objects.filter(pk__in=ids).delete()
-        deleted += count
+        _, per_model = rows.model.objects.filter(pk__in=ids).delete()  # with their cascaded rows
+        deleted += per_model.get(rows.model._meta.label, 0)
         if len(ids) < batch_size:
             break
     return deleted

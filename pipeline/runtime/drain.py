@@ -30,7 +30,7 @@ from pipeline.errors import InvalidInputError, ShutdownInterrupt
 from pipeline.events import Publisher
 from pipeline.extraction.document import Extractor
 from pipeline.extraction.rules import invoice_extractor
-from pipeline.models import Job, OutboxEvent
+from pipeline.models import MAX_PUBLISH_ATTEMPTS, Job, OutboxEvent
 from pipeline.processing import Outcome, WorkOutcome, process_once
 from pipeline.reconnect import drop_connection
 from pipeline.runtime import liveness, wakeups
@@ -188,6 +188,9 @@ class Drain:
             moments.append(waiting.filter(status=JobStatus.LEASED).aggregate(at=Min("lease_until"))["at"])
         if self.outbox:
             moments.append(OutboxEvent.objects.unpublished().aggregate(at=Min("claimed_until"))["at"])
+            backing_off = OutboxEvent.objects.unpublished().filter(  # outbox_backoff; a failure releases the claim
+                parked_at__isnull=True, claim_token__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS)
+            moments.append(backing_off.aggregate(at=Min("next_attempt_at"))["at"])
         due = [(m - now).total_seconds() for m in moments if m is not None]
         return max(min(due, default=self.poll_seconds), 0.0)
 

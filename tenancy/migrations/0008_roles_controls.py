@@ -1,7 +1,7 @@
 """The roles again, now that tenant controls exist (tenancy 0006): both roles view their tenants'
 controls; Operators cancel live jobs, run delayed jobs now and pause or resume intake. Changing a
 tenant's reprocess limit stays out of every role (superusers, or a user granted it for a recovery).
-0005's roles (0004's plus the review page's document content for Operators) plus those permissions."""
+0007's roles (0004's, the review page's document content and the webhooks') plus those permissions."""
 
 import importlib
 
@@ -9,7 +9,7 @@ from django.db import migrations
 
 from tenancy.roles import ensure_roles
 
-BEFORE = importlib.import_module("tenancy.migrations.0005_roles_review").ROLES
+BEFORE = importlib.import_module("tenancy.migrations.0007_roles_webhooks").ROLES
 ROLES = {
     "Operators": BEFORE["Operators"] + (
         ("tenancy", "view_tenantcontrol"), ("tenancy", "cancel_job"), ("tenancy", "run_job_now"),
@@ -26,6 +26,6 @@ def forwards(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("tenancy", "0006_tenant_controls"),
-        ("tenancy", "0005_roles_review"),
+        ("tenancy", "0007_roles_webhooks"),
     ]
     operations = [migrations.RunPython(forwards, migrations.RunPython.noop)]

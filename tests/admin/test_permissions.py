@@ -60,7 +60,8 @@ def test_operators_are_offered_reprocess_and_decide_reviews_on_the_review_page(r
     assert client.get(reverse("admin:review_page", args=[rows["review"].pk])).context["can_decide"] is True
     assert offered_actions(client, "pipeline_job") == ["cancel_jobs", "run_jobs_now"]
     assert offered_actions(client, "tenancy_tenantcontrol") == ["pause", "resume"]  # not the limit: no role has it
-    for page in ("pipeline_result", "pipeline_outboxevent", "dlq_auditentry", "dlq_reprocessrefusal"):
+    assert offered_actions(client, "pipeline_outboxevent") == ["redeliver"]
+    for page in ("pipeline_result", "dlq_auditentry", "dlq_reprocessrefusal"):
         assert offered_actions(client, page) == [], page
 
 

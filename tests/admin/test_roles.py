@@ -21,6 +21,7 @@ VIEW_ONLY = {
     "pipeline.view_job", "pipeline.view_result", "pipeline.view_review", "pipeline.view_outboxevent",
     "pipeline.view_deadletter", "dlq.view_auditentry", "dlq.view_reprocessrefusal", "ingest.view_apikey",
     "tenancy.view_tenantcontrol",
+    "webhooks.view_webhookendpoint",
 }
 
 
@@ -35,7 +36,8 @@ def test_the_migration_creates_both_roles_with_their_permissions():
     assert perms_of("Operators") == VIEW_ONLY | {"dlq.reprocess_deadletter", "pipeline.decide_review",
                                                  "ingest.revoke_apikey", "tenancy.cancel_job",
                                                  "tenancy.run_job_now", "tenancy.pause_intake",
-                                                 "review.view_document_content"}
+                                                 "review.view_document_content", "pipeline.redeliver_outboxevent",
+                                                 "webhooks.configure_webhookendpoint"}
     assert "review.view_document_content" not in perms_of("Auditors")
 
 

@@ -74,7 +74,7 @@ def test_the_relay_claims_and_marks_once_per_batch(clock):
     assert report.published == 5
     statements, transactions = hot_path(queries)
     assert statements == [
-        "UPDATE pipeline_outboxevent SET",
+        "WITH fresh AS",  # the claim (sql.CLAIM_EVENTS): one UPDATE fed by its two index scans
         *["INSERT INTO pipeline_consumedevent", 'INSERT INTO "pipeline_review"'] * 5,
         'UPDATE "pipeline_outboxevent" SET',
     ]

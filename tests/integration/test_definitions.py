@@ -70,15 +70,19 @@ def test_the_claim_takes_exactly_the_claimable_jobs(clock):
 
 
 def test_the_relay_claims_exactly_the_pending_events(clock):
-    for n in range(4):
+    for n in range(7):
         queue.enqueue("acme", f"doc-{n}", 1, invoice(n), clock=clock)
         commit_result_with_event(queue.lease_next("w", clock=clock), {"n": n}, clock=clock)
     events = list(OutboxEvent.objects.order_by("pk"))
     OutboxEvent.objects.filter(pk=events[0].pk).update(claimed_until=clock.now() + dt.timedelta(seconds=30))
     OutboxEvent.objects.filter(pk=events[1].pk).update(claimed_until=clock.now() - dt.timedelta(seconds=1))
-    OutboxEvent.objects.filter(pk=events[2].pk).update(publish_attempts=20)  # parked
+    OutboxEvent.objects.filter(pk=events[2].pk).update(publish_attempts=20)  # parked: interrupted too often
+    OutboxEvent.objects.filter(pk=events[4].pk).update(next_attempt_at=clock.now() + dt.timedelta(seconds=1))
+    OutboxEvent.objects.filter(pk=events[5].pk).update(next_attempt_at=clock.now(), failures=1)  # its backoff ended
+    OutboxEvent.objects.filter(pk=events[6].pk).update(parked_at=clock.now(), failures=10)  # parked: failed too often
     pending = set(OutboxEvent.objects.pending(clock.now()).values_list("pk", flat=True))
-    assert pending == {events[1].pk, events[3].pk}
+    assert pending == {events[1].pk, events[3].pk, events[5].pk}
+    assert set(OutboxEvent.objects.parked().values_list("pk", flat=True)) == {events[2].pk, events[6].pk}
     claimed = sql.fetch(sql.CLAIM_EVENTS.format(skip_locked=sql.skip_locked()), {
         "token": sql.uuid_param(events[0].event_id), "now": clock.now(), "limit": 100, "max_attempts": 20,
         "claimed_until": clock.now() + dt.timedelta(seconds=30),

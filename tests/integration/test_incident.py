@@ -135,7 +135,8 @@ def test_a_relay_whose_claim_expired_mid_publish_does_not_mark_the_row(clock):
     assert (slow.second.claimed, slow.second.failed) == (1, 1)
     assert (first.claimed, first.published, first.lost_claims) == (1, 0, 1)  # not its claim any more
     event = OutboxEvent.objects.get()
-    assert event.published_at is None and event.claim_token is not None  # still the second relay's
+    assert event.published_at is None and event.claim_token is None  # the second relay's failure released it
+    assert event.failures == 1 and event.next_attempt_at == clock.now() + relay.FailurePolicy().backoff(1)
     clock.advance(31)
     assert relay.publish_pending(clock=clock).published == 1
     event.refresh_from_db()

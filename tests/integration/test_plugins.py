@@ -62,8 +62,14 @@ def test_a_wrong_extractor_is_a_clear_startup_error(spec, says):
     assert says in message and "RELAYOPS_EXTRACTOR" in message
 
 
-def test_publishers_default_to_the_review_handoff_and_fan_out_when_several():
-    assert isinstance(configured_publisher(), ConsumerPublisher)
+def test_publishers_default_to_the_review_handoff_and_webhooks_and_fan_out_when_several():
+    from webhooks.publisher import WebhookPublisher
+
+    default = configured_publisher()
+    assert isinstance(default, FanoutPublisher)
+    assert [type(p) for p in default.publishers] == [ConsumerPublisher, WebhookPublisher]
+    with relayops(PUBLISHERS=["review-handoff"]):
+        assert isinstance(configured_publisher(), ConsumerPublisher)
     with relayops(PUBLISHERS=["review-handoff", "tests.integration.plugins.RecordingPublisher"]):
         publisher = configured_publisher()
         assert isinstance(publisher, FanoutPublisher)
@@ -100,3 +106,22 @@ def test_the_drain_task_runs_the_configured_extractor_and_publishers():
     assert Result.objects.get(job=job).data["vendor"] == plugins.MARK
     event = OutboxEvent.objects.get()
     assert plugins.RecordingPublisher.seen == [str(event.event_id)] and Review.objects.get().job_id == job.pk
+
+
+def test_one_failing_publisher_does_not_keep_the_event_from_the_others():
+    import datetime as dt
+    import uuid
+
+    from pipeline.events import Event, PublishError
+
+    class Down:
+        def publish(self, event: Event) -> None:
+            raise PublishError("http_status", 502)
+
+    recording = plugins.RecordingPublisher()
+    plugins.RecordingPublisher.seen.clear()
+    event = Event(event_id=uuid.uuid4(), tenant="acme", topic="extraction.completed", idempotency_key="acme:d:v1",
+                  payload={}, created_at=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
+    with pytest.raises(PublishError) as failed:
+        FanoutPublisher([Down(), recording]).publish(event)
+    assert failed.value.status == 502 and plugins.RecordingPublisher.seen == [str(event.event_id)]

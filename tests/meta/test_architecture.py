@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # Each app may import the apps before it, never one after it.
-LAYERS = ("relayops", "tenancy", "pipeline", "dlq", "review", "controls", "ingest", "console", "demo")
+LAYERS = ("relayops", "tenancy", "pipeline", "dlq", "review", "controls", "ingest", "webhooks", "console", "demo")
 JOB_OWNER = {"pipeline/queue.py", "pipeline/sql.py"}
 JOB_COLUMNS = {"status", "fence", "lease_until", "lease_owner", "attempt", "visible_at"}
 

@@ -14,7 +14,7 @@ from pipeline.models import Job
 from pipeline.states import TRANSITIONS, JobStatus
 
 ROOT = Path(__file__).resolve().parents[2]
-APP_DIRS = ("relayops", "tenancy", "pipeline", "dlq", "review", "controls", "ingest", "console", "demo")
+APP_DIRS = ("relayops", "tenancy", "pipeline", "dlq", "review", "controls", "ingest", "webhooks", "console", "demo")
 
 
 def _sources():

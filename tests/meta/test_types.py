@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = [name for name in ("relayops", "tenancy", "pipeline", "dlq", "review", "controls", "ingest", "console", "demo") if (ROOT / name).is_dir()]
+PACKAGES = [name for name in ("relayops", "tenancy", "pipeline", "dlq", "review", "controls", "ingest", "webhooks", "console", "demo") if (ROOT / name).is_dir()]
 
 
 def test_mypy_finds_no_errors():

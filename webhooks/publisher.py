@@ -1,0 +1,76 @@
+"""The webhook publisher the relay runs (``RELAYOPS_PUBLISHERS`` lists it by default).
+
+For each event, every active endpoint of the event's tenant subscribed to its topic gets one signed
+POST, unless its delivery row says it already answered 2xx. If any endpoint failed, the publisher
+raises ``PublishError`` with the last failure's status: the relay then backs the event off (and parks
+it after ``RELAYOPS_OUTBOX_MAX_FAILURES``), and the next attempt goes only to the endpoints still
+owed the event. Delivery is at-least-once per endpoint: a crash between an endpoint's 2xx and its
+delivery row repeats the POST, and the receiver dedupes by the ``RelayOps-Event-Id`` header.
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import httpx
+from django.conf import settings
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
+
+from pipeline.clock import Clock, system_clock
+from pipeline.events import Event, PublishError
+from relayops.logging import get_logger
+from webhooks import delivery, targets
+from webhooks.checks import check_timeout
+from webhooks.models import WebhookDelivery, WebhookEndpoint
+
+log = get_logger(__name__)
+
+
+class WebhookPublisher:
+    def __init__(self, clock: Clock = system_clock, *, timeout: float | None = None,
+                 policy: targets.Policy | None = None, verify: ssl.SSLContext | bool = True) -> None:
+        self.clock = clock
+        self.timeout = check_timeout(settings.RELAYOPS["WEBHOOK_TIMEOUT_SECONDS"] if timeout is None else timeout)
+        self.policy = policy
+        # No keep-alive: each POST goes to its own checked address, and a publisher (one per drain) never
+        # leaves a pooled connection behind when it is dropped.
+        self.client = httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False, verify=verify,
+                                   limits=httpx.Limits(max_keepalive_connections=0))
+
+    def destinations(self, event: Event) -> list[WebhookEndpoint]:
+        """The endpoints still owed ``event``: active, the event's tenant and topic, no 2xx yet."""
+        endpoints = [e for e in WebhookEndpoint.objects.filter(tenant=event.tenant, active=True).order_by("pk")
+                     if event.topic in e.topics]
+        if not endpoints:
+            return []
+        done = set(WebhookDelivery.objects.filter(event__event_id=event.event_id, delivered_at__isnull=False)
+                   .values_list("endpoint_id", flat=True))
+        return [e for e in endpoints if e.pk not in done]
+
+    def publish(self, event: Event) -> None:
+        failed: delivery.Outcome | None = None
+        for endpoint in self.destinations(event):
+            now = self.clock.now()
+            outcome = delivery.post(self.client, endpoint, event, timestamp=int(now.timestamp()), policy=self.policy)
+            self._record(event, endpoint, outcome)
+            log.info("webhook.delivery", endpoint_id=endpoint.pk, event_id=str(event.event_id), ok=outcome.ok,
+                     status=outcome.status, outcome=outcome.code)
+            if not outcome.ok:
+                failed = outcome
+        if failed is not None:
+            raise PublishError(failed.code, failed.status)
+
+    def _record(self, event: Event, endpoint: WebhookEndpoint, outcome: delivery.Outcome) -> None:
+        now = self.clock.now()
+        row, _ = WebhookDelivery.objects.get_or_create(  # the foreign key holds OutboxEvent.event_id (to_field)
+            event_id=event.event_id, endpoint=endpoint, defaults={"last_attempt_at": now},  # type: ignore[misc]
+        )
+        WebhookDelivery.objects.filter(pk=row.pk).update(
+            attempts=F("attempts") + 1, last_status=outcome.status, last_attempt_at=now,
+            last_failure="" if outcome.ok else outcome.code,
+            delivered_at=Coalesce("delivered_at", Value(now)) if outcome.ok else F("delivered_at"),
+        )
+
+    def close(self) -> None:
+        self.client.close()
