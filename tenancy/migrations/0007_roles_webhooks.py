@@ -1,7 +1,7 @@
 """The roles again, now that webhooks exist (webhooks 0001, pipeline 0013): both roles view their
 tenants' webhook endpoints; Operators configure them (add, change, new secret) and redeliver parked
 outbox events.
-0004's roles plus those permissions."""
+0005's roles plus those permissions."""
 
 import importlib
 
