@@ -202,6 +202,9 @@ RELAYOPS = {
     "PRUNE_MAX_BATCHES": env.int("RELAYOPS_PRUNE_MAX_BATCHES", default=20),
     # Queue-depth samples (one row per tenant per minute) are kept this long.
     "DEPTH_SAMPLE_RETENTION_DAYS": env.float("RELAYOPS_DEPTH_SAMPLE_RETENTION_DAYS", default=7.0),
+    # The other sampled measures (throughput, outbox lag, dead letters by reason, reprocess refusals,
+    # drains alive per node; a few rows per tenant and node each minute) are kept this long.
+    "METRIC_SAMPLE_RETENTION_DAYS": env.float("RELAYOPS_METRIC_SAMPLE_RETENTION_DAYS", default=7.0),
     # Reprocess rate limit per tenant.
     "REPROCESS_LIMIT": env.int("RELAYOPS_REPROCESS_LIMIT", default=20),
     "REPROCESS_WINDOW_SECONDS": env.int("RELAYOPS_REPROCESS_WINDOW_SECONDS", default=3600),
@@ -286,6 +289,9 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
+        # Django's own default adds a plain console handler to "django" when DEBUG is on, which printed
+        # every django.* line twice (plain, then structured): its records go to the root handler only.
+        "django": {"handlers": [], "level": env.str("LOG_LEVEL", default="INFO"), "propagate": True},
         "django-q": {"level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING")},
         "axes": {"level": "WARNING"},  # failed sign-ins (username and address, never the password) and lockouts
     },
