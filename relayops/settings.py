@@ -47,11 +47,19 @@ SECRET_KEY = security.secret_key(env.str("SECRET_KEY", default=""), debug=DEBUG)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# --- /metrics (console.endpoints) ----------------------------------------------------------------
+# Prometheus scrapes /metrics with this bearer token, or from these addresses or networks (comma
+# separated, e.g. 10.0.0.0/8,127.0.0.1). With neither set /metrics answers 403 to everyone.
+RELAYOPS_METRICS_TOKEN = env.str("RELAYOPS_METRICS_TOKEN", default="")
+RELAYOPS_METRICS_ALLOW = security.networks("RELAYOPS_METRICS_ALLOW", env.list("RELAYOPS_METRICS_ALLOW", default=[]))
+
 # --- Behind TLS (docs/operations.md, "Deploying behind TLS") --------------------------------------
 # HTTPS=1: the admin is served over HTTPS by a proxy that terminates TLS and says so in
 # X-Forwarded-Proto. Each setting below can still be set on its own.
 HTTPS = env.bool("HTTPS", default=False)
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=HTTPS)
+# Load balancers and Kubernetes probe the health endpoints over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=HTTPS)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=HTTPS)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31_536_000 if HTTPS else 0)
