@@ -119,13 +119,13 @@ class DatabaseCollector(Collector):
         age = GaugeMetricFamily("relayops_oldest_live_job_age_seconds",
                                 "Age of the oldest queued or leased job, by tenant.", labels=["tenant"])
         live = Job.objects.filter(status__in=LIVE_STATUSES).values("tenant").annotate(at=Min("created_at"))
-        for row in live.order_by("tenant"):
-            age.add_metric([row["tenant"]], seconds_since(now, row["at"]) or 0.0)
+        for oldest in live.order_by("tenant"):
+            age.add_metric([oldest["tenant"]], seconds_since(now, oldest["at"]) or 0.0)
         yield age
         due = GaugeMetricFamily("relayops_oldest_due_seconds",
                                 "How long the longest-waiting claimable job has been due, by tenant.", labels=["tenant"])
-        for row in Job.objects.claimable(now).values("tenant").annotate(at=Min(CLAIMABLE_FROM)).order_by("tenant"):
-            due.add_metric([row["tenant"]], seconds_since(now, row["at"]) or 0.0)
+        for first in Job.objects.claimable(now).values("tenant").annotate(at=Min(CLAIMABLE_FROM)).order_by("tenant"):
+            due.add_metric([first["tenant"]], seconds_since(now, first["at"]) or 0.0)
         yield due
 
     def _dead_letters(self) -> Metric:

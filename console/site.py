@@ -37,7 +37,7 @@ class RelayOpsAdminSite(admin.AdminSite):
         urls = [url for url in super().get_urls() if getattr(url, "name", None) != "view_on_site"]
         return [timeline, shortcut, data, *urls]
 
-    def index(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+    def index(self, request: HttpRequest, extra_context: dict | None = None) -> TemplateResponse:
         """The dashboard, for the window in the URL (``?window=1h|24h|7d``), above Django's app list."""
         data = dashboard.build(system_clock.now(), request.GET.get("window", ""), tenants_of(request.user))
         return super().index(request, {**(extra_context or {}), "dashboard": data})

@@ -10,12 +10,16 @@ from typing import Any, Protocol
 
 
 class _LeaseLike(Protocol):
-    job_id: int
-    tenant: str
-    idempotency_key: str
-    fence: int
-    attempt: int
-
+    @property
+    def job_id(self) -> int: ...
+    @property
+    def tenant(self) -> str: ...
+    @property
+    def idempotency_key(self) -> str: ...
+    @property
+    def fence(self) -> int: ...
+    @property
+    def attempt(self) -> int: ...
     @property
     def queue_wait_seconds(self) -> float | None: ...
 

@@ -46,9 +46,9 @@ def _log_decision(review_id: int) -> None:
     row = Review.objects.filter(pk=review_id).values(
         "tenant", "job_id", "idempotency_key", "status", "created_at", "decided_at", "job__created_at", "job__fence",
         "job__attempt").first()
-    if row is None:
+    decided = row["decided_at"] if row is not None else None
+    if row is None or decided is None:
         return
-    decided = row["decided_at"]
     log.info("review.decided", tenant=row["tenant"], job_id=row["job_id"], review_id=review_id,
              idempotency_key=row["idempotency_key"], fence=row["job__fence"], attempt=row["job__attempt"],
              outcome=row["status"], review_wait_seconds=round((decided - row["created_at"]).total_seconds(), 6),

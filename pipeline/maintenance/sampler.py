@@ -101,17 +101,17 @@ class MetricSampler:
         for row in finished.values("tenant", "status").annotate(n=Count("pk")).order_by("tenant", "status"):
             add(Metric.FINISHED_PER_MINUTE, row["tenant"], row["status"], row["n"] / minutes)
         letters = DeadLetter.objects.values("tenant", "reason_code").annotate(n=Count("pk"))
-        for row in letters.order_by("tenant", "reason_code"):
-            add(Metric.DEAD_LETTERS, row["tenant"], row["reason_code"], row["n"])
+        for letter in letters.order_by("tenant", "reason_code"):
+            add(Metric.DEAD_LETTERS, letter["tenant"], letter["reason_code"], letter["n"])
         events = OutboxEvent.objects.unpublished().values("tenant").annotate(at=Min("created_at"))
-        for row in events.order_by("tenant"):
-            add(Metric.OUTBOX_LAG_SECONDS, row["tenant"], "", seconds_since(now, row["at"]) or 0.0)
+        for event in events.order_by("tenant"):
+            add(Metric.OUTBOX_LAG_SECONDS, event["tenant"], "", seconds_since(now, event["at"]) or 0.0)
         for metric, source in sorted(_SOURCES.items()):
             for tenant, label, value in source(since, now):
                 add(metric, tenant, label, value)
         alive = Q(seen_at__gte=now - self.alive_within, gone_at__isnull=True)
-        for row in DrainPresence.objects.values("node").annotate(n=Count("pk", filter=alive)).order_by("node"):
-            add(Metric.DRAINS_ALIVE, "", row["node"], row["n"])
+        for node in DrainPresence.objects.values("node").annotate(n=Count("pk", filter=alive)).order_by("node"):
+            add(Metric.DRAINS_ALIVE, "", node["node"], node["n"])
         return samples
 
     def run_once(self, now: dt.datetime) -> int:
