@@ -20,7 +20,6 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from console import metrics
 from pipeline.clock import system_clock
@@ -51,7 +50,8 @@ def _allowed(request: HttpRequest) -> bool:
 def metrics_view(request: HttpRequest) -> HttpResponse:
     if not _allowed(request):
         return HttpResponse("Forbidden.\n", status=403, content_type="text/plain")
-    return HttpResponse(metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
+    body, content_type = metrics.exposition(accept=request.headers.get("Accept", ""))
+    return HttpResponse(body, content_type=content_type)
 
 
 def _answer(ok: bool) -> JsonResponse:

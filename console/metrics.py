@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models import Count, Min, Q
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.exposition import generate_latest
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -161,8 +161,10 @@ class DatabaseCollector(Collector):
         return family
 
 
-def exposition(clock: Clock = system_clock) -> bytes:
-    """The whole scrape, in Prometheus' text format."""
+def exposition(clock: Clock = system_clock, accept: str = "") -> tuple[bytes, str]:
+    """The whole scrape and its content type: Prometheus' text format, or OpenMetrics when the
+    scraper's ``Accept`` asks for it (prometheus-client chooses)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DatabaseCollector(clock))
-    return generate_latest(registry)
+    encoder, content_type = choose_encoder(accept)
+    return encoder(registry), content_type

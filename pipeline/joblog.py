@@ -35,7 +35,8 @@ def job_fields(
     """The log line's fields for ``lease``; ``extra`` adds codes or counts (never text from a document)."""
     return {
         "tenant": lease.tenant, "job_id": lease.job_id, "idempotency_key": lease.idempotency_key,
-        "fence": lease.fence, "attempt": lease.attempt, "outcome": outcome,
+        "fence": lease.fence, "attempt": lease.attempt, "outcome": str(outcome),
         "queue_wait_seconds": _rounded(lease.queue_wait_seconds), "inference_seconds": _rounded(inference_seconds),
-        "commit_seconds": _rounded(commit_seconds), **extra,
+        "commit_seconds": _rounded(commit_seconds), **{key: str(value) if isinstance(value, str) else value
+                                                        for key, value in extra.items()},
     }
