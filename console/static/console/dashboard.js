@@ -132,16 +132,19 @@
     });
   }
 
+  var generation = 0;  // a window chosen while a refresh was in flight makes that refresh's answer stale
+
   function refresh() {
     clearTimeout(timer);
+    var mine = ++generation;
     fetch(url + "?window=" + encodeURIComponent(windowName), { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (response) {
         if (!response.ok) { throw new Error("HTTP " + response.status); }
         return response.json();
       })
-      .then(render)
+      .then(function (data) { if (mine === generation) { render(data); } })
       .catch(function () { root.setAttribute("data-refresh-failed", String(Date.now())); })
-      .then(function () { timer = setTimeout(refresh, refreshMs); });
+      .then(function () { if (mine === generation) { timer = setTimeout(refresh, refreshMs); } });
   }
 
   Array.prototype.forEach.call(root.querySelectorAll("[data-window-link]"), function (link) {
