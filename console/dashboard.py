@@ -15,14 +15,16 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from django.db.models import Count, Max, Min, QuerySet, Sum
+from django.db import connection
+from django.db.models import Count, Min, QuerySet
 from django.urls import reverse
 
 from console import measures, status
 from console.measures import LABELS, Measure, Percentiles
 from dlq.models import ReprocessRefusal
+from pipeline import sql
 from pipeline.clock import seconds_since
-from pipeline.models import CLAIMABLE_FROM, DeadLetter, Job, Metric, MetricSample, OutboxEvent, QueueDepthSample
+from pipeline.models import CLAIMABLE_FROM, DeadLetter, Job, Metric, OutboxEvent
 from pipeline.states import LIVE_STATUSES, JobStatus
 
 POINTS = 120  # at most this many points per series, whatever the window
@@ -47,52 +49,53 @@ def _step(window: dt.timedelta) -> int:
     return max(60, int(window.total_seconds() // POINTS))
 
 
-def _bucketed(instants: dict[dt.datetime, float], step: int, fold: Callable[[list[float]], float]) -> list[list[float]]:
-    """[[bucket start (epoch s), fold of the values in it], ...] in time order."""
-    buckets: dict[int, list[float]] = defaultdict(list)
-    for at, value in sorted(instants.items()):
-        buckets[_epoch(at) // step * step].append(value)
-    return [[start, round(fold(values), 3)] for start, values in sorted(buckets.items())]
+def _bucket(step: int) -> str:
+    """The SQL of a sample's point: its time in epoch seconds, floored to ``step``."""
+    if connection.vendor == "postgresql":
+        return f"(FLOOR(EXTRACT(EPOCH FROM sampled_at) / {step}) * {step})::bigint"
+    return f"(CAST(strftime('%s', sampled_at) AS INTEGER) / {step} * {step})"
+
+
+def _in_tenants(tenants: frozenset[str] | None, params: dict[str, Any]) -> str:
+    if tenants is None:
+        return ""
+    names = sorted(tenants) or [""]  # no tenant: matches no row (a tenant name is never blank)
+    params.update({f"t{i}": name for i, name in enumerate(names)})
+    return f" AND tenant IN ({', '.join(f'%(t{i})s' for i in range(len(names)))})"
+
+
+def _points(rows: list[dict[str, Any]], column: str, scale: float = 1.0) -> list[list[float]]:
+    return [[int(row["b"]), round(float(row[column]) * scale, 3)] for row in rows]
 
 
 def _depth_series(since: dt.datetime, tenants: frozenset[str] | None, step: int) -> dict[str, list[list[float]]]:
-    """Queued, leased and due over time, summed over the tenants of each sample, the highest per point."""
-    rows = _scoped(QueueDepthSample.objects.filter(sampled_at__gt=since), tenants).values("sampled_at").annotate(
-        queued=Sum("queued"), leased=Sum("leased"), due=Sum("due")).order_by()
-    by_field: dict[str, dict[dt.datetime, float]] = {"queued": {}, "leased": {}, "due": {}}
-    for row in rows:
-        for name, instants in by_field.items():
-            instants[row["sampled_at"]] = row[name]
-    return {name: _bucketed(instants, step, max) for name, instants in by_field.items()}
+    """Queued, leased and due over time, summed over the tenants of each sample, the highest per point.
+    Grouped in the database: at most POINTS rows come back whatever the window."""
+    params: dict[str, Any] = {"since": sql.ts(since)}
+    statement = (
+        f"SELECT b, MAX(q) AS queued, MAX(l) AS leased, MAX(d) AS due FROM ("
+        f"SELECT {_bucket(step)} AS b, SUM(queued) AS q, SUM(leased) AS l, SUM(due) AS d "
+        f"FROM pipeline_queuedepthsample WHERE sampled_at > %(since)s{_in_tenants(tenants, params)} "
+        f"GROUP BY sampled_at) AS instants GROUP BY b ORDER BY b")
+    rows = sql.fetch(statement, params)
+    return {name: _points(rows, name) for name in ("queued", "leased", "due")}
 
 
-def _sampled(metric: Metric, since: dt.datetime, tenants: frozenset[str] | None) -> QuerySet:
-    rows = MetricSample.objects.filter(metric=metric, sampled_at__gt=since)
-    return rows if metric == Metric.DRAINS_ALIVE else _scoped(rows, tenants)
-
-
-def _per_label(metric: Metric, since: dt.datetime, tenants: frozenset[str] | None) -> dict[str, dict[dt.datetime, float]]:
-    """label -> instant -> value summed over tenants."""
-    series: dict[str, dict[dt.datetime, float]] = defaultdict(dict)
-    rows = _sampled(metric, since, tenants).values("label", "sampled_at").annotate(v=Sum("value")).order_by()
-    for row in rows:
-        series[row["label"]][row["sampled_at"]] = row["v"]
-    return series
-
-
-def _throughput_series(since: dt.datetime, tenants: frozenset[str] | None, step: int) -> dict[str, list[list[float]]]:
-    """Jobs finished per minute by outcome: a point's finished jobs over its minutes."""
-    minutes = step / 60
-    return {outcome: _bucketed(instants, step, lambda values: sum(values) / minutes)
-            for outcome, instants in sorted(_per_label(Metric.FINISHED_PER_MINUTE, since, tenants).items())}
-
-
-def _max_series(metric: Metric, since: dt.datetime, tenants: frozenset[str] | None, step: int) -> list[list[float]]:
-    instants: dict[dt.datetime, float] = {}
-    rows = _sampled(metric, since, tenants).values("sampled_at").annotate(v=Max("value")).order_by()
-    for row in rows:
-        instants[row["sampled_at"]] = row["v"]
-    return _bucketed(instants, step, max)
+def _sampled(metric: Metric, since: dt.datetime, tenants: frozenset[str] | None, step: int, *, per_label: str,
+             per_point: str, scale: float = 1.0) -> dict[str, list[list[float]]]:
+    """label -> points of ``metric``: summed over tenants per sample (``per_label``: how the labels'
+    rows of one instant combine), then ``per_point`` over the samples of each point, in the database."""
+    params: dict[str, Any] = {"since": sql.ts(since), "metric": str(metric)}
+    scoped = "" if metric == Metric.DRAINS_ALIVE else _in_tenants(tenants, params)
+    statement = (
+        f"SELECT label, b, {per_point}(v) AS v FROM ("
+        f"SELECT label, {_bucket(step)} AS b, {per_label}(value) AS v FROM pipeline_metricsample "
+        f"WHERE metric = %(metric)s AND sampled_at > %(since)s{scoped} GROUP BY label, sampled_at) AS instants "
+        f"GROUP BY label, b ORDER BY label, b")
+    series: dict[str, list[list[float]]] = defaultdict(list)
+    for row in sql.fetch(statement, params):
+        series[row["label"]].append([int(row["b"]), round(float(row["v"]) * scale, 3)])
+    return dict(series)
 
 
 def _percentile_rows(table: dict[Measure, dict[str, Percentiles]]) -> list[dict[str, Any]]:
@@ -192,13 +195,15 @@ def _build(now: dt.datetime, window_name: str, tenants: frozenset[str] | None) -
         "oldest_due": _oldest_due(now, tenants),
         "series": {
             "depth": _depth_series(since, tenants, step),
-            "throughput": _throughput_series(since, tenants, step),
-            "dead_letters": {reason: _bucketed(instants, step, lambda values: values[-1])
-                             for reason, instants in sorted(_per_label(Metric.DEAD_LETTERS, since, tenants).items())},
-            "outbox_lag": _max_series(Metric.OUTBOX_LAG_SECONDS, since, tenants, step),
-            "drains_alive": {node: _bucketed(instants, step, min)
-                             for node, instants in sorted(_per_label(Metric.DRAINS_ALIVE, since, None).items())},
-            "refusals": {"refused": _bucketed(_per_label(Metric.REPROCESS_REFUSALS, since, tenants).get("", {}), step, sum)},
+            # jobs finished per minute: a point's finished jobs (per-minute samples summed) over its minutes
+            "throughput": _sampled(Metric.FINISHED_PER_MINUTE, since, tenants, step, per_label="SUM",
+                                   per_point="SUM", scale=60 / step),
+            "dead_letters": _sampled(Metric.DEAD_LETTERS, since, tenants, step, per_label="SUM", per_point="MAX"),
+            "outbox_lag": _sampled(Metric.OUTBOX_LAG_SECONDS, since, tenants, step, per_label="MAX",
+                                   per_point="MAX").get("", []),
+            "drains_alive": _sampled(Metric.DRAINS_ALIVE, since, None, step, per_label="SUM", per_point="MIN"),
+            "refusals": {"refused": _sampled(Metric.REPROCESS_REFUSALS, since, tenants, step, per_label="SUM",
+                                             per_point="SUM").get("", [])},
         },
         "chart_measures": [str(m) for m in CHART_MEASURES],
     }

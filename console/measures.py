@@ -69,61 +69,85 @@ def summarise(values: list[float]) -> Percentiles:
 
 
 def _seconds_between(later: str, earlier: str) -> str:
-    """``later - earlier`` in seconds, never negative (clocks of two machines may disagree a little)."""
+    """``later - earlier`` in seconds, never negative (clocks of two machines may disagree a little);
+    NULL when either is (an attempt whose due time is unknown has no queue wait)."""
     if connection.vendor == "postgresql":
-        return f"GREATEST(EXTRACT(EPOCH FROM ({later} - {earlier})), 0)"
+        return f"CASE WHEN {earlier} IS NOT NULL THEN GREATEST(EXTRACT(EPOCH FROM ({later} - {earlier})), 0) END"
     return f"MAX((julianday({later}) - julianday({earlier})) * 86400.0, 0)"
 
 
-# Each measure: its rows (FROM ... WHERE ...), its value and the column its window reads (when the attempt
-# was leased, the review decided). The indexes attempt_tenant_leased / attempt_leased and
-# review_tenant_decided / review_decided serve the window.
-def _source(measure: Measure) -> tuple[str, str, str]:
-    attempts, reviews = "pipeline_attempt a WHERE", "pipeline_review a WHERE a.decided_at IS NOT NULL"
-    if measure is Measure.QUEUE_WAIT:
-        return f"{attempts} a.due_at IS NOT NULL", _seconds_between("a.leased_at", "a.due_at"), "a.leased_at"
-    if measure is Measure.INFERENCE:
-        return f"{attempts} a.inference_seconds IS NOT NULL", "a.inference_seconds", "a.leased_at"
-    if measure is Measure.COMMIT:
-        return f"{attempts} a.commit_seconds IS NOT NULL", "a.commit_seconds", "a.leased_at"
-    if measure is Measure.REVIEW_WAIT:
-        return reviews, _seconds_between("a.decided_at", "a.created_at"), "a.decided_at"
-    return (reviews.replace("a WHERE", "a JOIN pipeline_job j ON j.id = a.job_id WHERE"),
-            _seconds_between("a.decided_at", "j.created_at"), "a.decided_at")
+# The measures by the rows that hold them: per attempt (its window is when it was leased) and per
+# decided review (when it was decided). Each group is read in one statement, one pass over the window's
+# rows, which the indexes attempt_tenant_leased / attempt_leased and review_tenant_decided /
+# review_decided serve. A value that is NULL (an attempt still running, no commit) is left out of that
+# measure only (percentile_cont skips NULLs).
+@dataclass(frozen=True)
+class _Group:
+    rows: str  # FROM ... (aliased a, with a.tenant)
+    where: str  # what every row of the group satisfies
+    at: str  # the window's column
+    values: dict[Measure, str]
+
+
+def _groups() -> list[_Group]:
+    return [
+        _Group("pipeline_attempt a", "1 = 1", "a.leased_at", {
+            Measure.QUEUE_WAIT: _seconds_between("a.leased_at", "a.due_at"),
+            Measure.INFERENCE: "a.inference_seconds", Measure.COMMIT: "a.commit_seconds"}),
+        _Group("pipeline_review a JOIN pipeline_job j ON j.id = a.job_id", "a.decided_at IS NOT NULL", "a.decided_at", {
+            Measure.REVIEW_WAIT: _seconds_between("a.decided_at", "a.created_at"),
+            Measure.END_TO_END: _seconds_between("a.decided_at", "j.created_at")}),
+    ]
 
 
 def _tenant_filter(tenants: frozenset[str] | None, params: dict[str, object]) -> str:
     if tenants is None:
         return ""
-    names = sorted(tenants)
-    if not names:
-        return " AND FALSE" if connection.vendor == "postgresql" else " AND 0"
-    placeholders = []
-    for i, name in enumerate(names):
-        params[f"t{i}"] = name
-        placeholders.append(f"%(t{i})s")
-    return f" AND a.tenant IN ({', '.join(placeholders)})"
+    names = sorted(tenants) or [""]  # no tenant: matches no row (a tenant name is never blank)
+    params.update({f"t{i}": name for i, name in enumerate(names)})
+    return f" AND a.tenant IN ({', '.join(f'%(t{i})s' for i in range(len(names)))})"
+
+
+def _read(group: _Group, wanted: list[Measure], now: dt.datetime, window: dt.timedelta,
+          tenants: frozenset[str] | None) -> dict[Measure, dict[str, Percentiles]]:
+    params: dict[str, object] = {"since": sql.ts(now - window), "now": sql.ts(now)}
+    where = (f"{group.where} AND {group.at} > %(since)s AND {group.at} <= %(now)s"
+             f"{_tenant_filter(tenants, params)}")
+    names = {measure: f"m{i}" for i, measure in enumerate(wanted)}
+    inner = ", ".join(f"{group.values[m]} AS {names[m]}" for m in wanted)
+    source = f"(SELECT a.tenant, {inner} FROM {group.rows} WHERE {where}) AS w"
+    found: dict[Measure, dict[str, Percentiles]] = {m: {} for m in wanted}
+    if connection.vendor == "postgresql":
+        columns = ", ".join(f"COUNT({names[m]}) AS {names[m]}_n, percentile_cont(ARRAY[0.5, 0.95, 0.99]) "
+                            f"WITHIN GROUP (ORDER BY {names[m]}) AS {names[m]}_q" for m in wanted)
+        for row in sql.fetch(f"SELECT w.tenant, {columns} FROM {source} GROUP BY w.tenant ORDER BY w.tenant", params):
+            for m in wanted:
+                if row[f"{names[m]}_n"]:
+                    found[m][row["tenant"]] = Percentiles(row[f"{names[m]}_n"], *(float(v) for v in row[f"{names[m]}_q"]))
+        return found
+    values: dict[Measure, dict[str, list[float]]] = {m: defaultdict(list) for m in wanted}
+    for row in sql.fetch(f"SELECT * FROM {source}", params):
+        for m in wanted:
+            if row[names[m]] is not None:
+                values[m][row["tenant"]].append(float(row[names[m]]))
+    return {m: {tenant: summarise(values[m][tenant]) for tenant in sorted(values[m])} for m in wanted}
+
+
+def all_percentiles(
+    now: dt.datetime, window: dt.timedelta, tenants: frozenset[str] | None, measures: Iterable[Measure] = Measure,
+) -> dict[Measure, dict[str, Percentiles]]:
+    """p50/p95/p99 and the count of each of ``measures`` per tenant over (now - window, now]."""
+    asked = list(measures)
+    found: dict[Measure, dict[str, Percentiles]] = {}
+    for group in _groups():
+        wanted = [m for m in asked if m in group.values]
+        if wanted:
+            found.update(_read(group, wanted, now, window, tenants))
+    return {m: found[m] for m in asked}
 
 
 def percentiles(
     measure: Measure, now: dt.datetime, window: dt.timedelta, tenants: frozenset[str] | None,
 ) -> dict[str, Percentiles]:
     """p50/p95/p99 and the count of ``measure`` per tenant over (now - window, now]."""
-    rows_from, value, at = _source(measure)
-    params: dict[str, object] = {"since": sql.ts(now - window), "now": sql.ts(now)}
-    where = f"{rows_from} AND {at} > %(since)s AND {at} <= %(now)s{_tenant_filter(tenants, params)}"
-    if connection.vendor == "postgresql":
-        statement = (f"SELECT a.tenant, COUNT(*) AS n, percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP "
-                     f"(ORDER BY {value}) AS q FROM {where} GROUP BY a.tenant ORDER BY a.tenant")
-        return {row["tenant"]: Percentiles(row["n"], *(float(v) for v in row["q"]))
-                for row in sql.fetch(statement, params)}
-    values: dict[str, list[float]] = defaultdict(list)
-    for row in sql.fetch(f"SELECT a.tenant, {value} AS v FROM {where}", params):
-        values[row["tenant"]].append(float(row["v"]))
-    return {tenant: summarise(values[tenant]) for tenant in sorted(values)}
-
-
-def all_percentiles(
-    now: dt.datetime, window: dt.timedelta, tenants: frozenset[str] | None, measures: Iterable[Measure] = Measure,
-) -> dict[Measure, dict[str, Percentiles]]:
-    return {measure: percentiles(measure, now, window, tenants) for measure in measures}
+    return all_percentiles(now, window, tenants, [measure])[measure]

@@ -46,48 +46,62 @@ REVIEW_BUCKETS = (1, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 8 * 3600, 86400
 class HistogramSpec:
     name: str
     documentation: str
-    rows: str  # FROM ... WHERE ..., the table aliased ``a`` with a ``tenant`` column
-    value: str
+    value: str  # the observation, in seconds (NULL: not observed)
     buckets: Sequence[float]
+
+
+@dataclass(frozen=True)
+class HistogramGroup:
+    """Histograms read from the same rows in one pass: FROM ``rows`` (aliased ``a``, with a.tenant)."""
+
+    rows: str
+    specs: Sequence[HistogramSpec]
 
 
 def _seconds_between(later: str, earlier: str) -> str:
     if connection.vendor == "postgresql":
-        return f"GREATEST(EXTRACT(EPOCH FROM ({later} - {earlier})), 0)"
+        return f"CASE WHEN {earlier} IS NOT NULL THEN GREATEST(EXTRACT(EPOCH FROM ({later} - {earlier})), 0) END"
     return f"MAX((julianday({later}) - julianday({earlier})) * 86400.0, 0)"
 
 
-def histogram_specs() -> list[HistogramSpec]:
+def histogram_groups() -> list[HistogramGroup]:
     return [
-        HistogramSpec("relayops_queue_wait_seconds", "Per attempt: from when its job became due to its lease.",
-                      "pipeline_attempt a WHERE a.due_at IS NOT NULL", _seconds_between("a.leased_at", "a.due_at"),
-                      QUEUE_WAIT_BUCKETS),
-        HistogramSpec("relayops_inference_seconds", "Per attempt: the extractor's own time.",
-                      "pipeline_attempt a WHERE a.inference_seconds IS NOT NULL", "a.inference_seconds",
-                      INFERENCE_BUCKETS),
-        HistogramSpec("relayops_commit_seconds", "Per committed attempt: the commit transaction.",
-                      "pipeline_attempt a WHERE a.commit_seconds IS NOT NULL", "a.commit_seconds", COMMIT_BUCKETS),
-        HistogramSpec("relayops_review_wait_seconds", "Per decided review: from handoff to decision.",
-                      "pipeline_review a WHERE a.decided_at IS NOT NULL",
-                      _seconds_between("a.decided_at", "a.created_at"), REVIEW_BUCKETS),
-        HistogramSpec("relayops_end_to_end_seconds", "Per decided review: from ingest (the job's creation) to decision.",
-                      "pipeline_review a JOIN pipeline_job j ON j.id = a.job_id WHERE a.decided_at IS NOT NULL",
-                      _seconds_between("a.decided_at", "j.created_at"), REVIEW_BUCKETS),
+        HistogramGroup("pipeline_attempt a", [
+            HistogramSpec("relayops_queue_wait_seconds", "Per attempt: from when its job became due to its lease.",
+                          _seconds_between("a.leased_at", "a.due_at"), QUEUE_WAIT_BUCKETS),
+            HistogramSpec("relayops_inference_seconds", "Per attempt: the extractor's own time.",
+                          "a.inference_seconds", INFERENCE_BUCKETS),
+            HistogramSpec("relayops_commit_seconds", "Per committed attempt: the commit transaction.",
+                          "a.commit_seconds", COMMIT_BUCKETS),
+        ]),
+        HistogramGroup("pipeline_review a JOIN pipeline_job j ON j.id = a.job_id WHERE a.decided_at IS NOT NULL", [
+            HistogramSpec("relayops_review_wait_seconds", "Per decided review: from handoff to decision.",
+                          _seconds_between("a.decided_at", "a.created_at"), REVIEW_BUCKETS),
+            HistogramSpec("relayops_end_to_end_seconds",
+                          "Per decided review: from ingest (the job's creation) to decision.",
+                          _seconds_between("a.decided_at", "j.created_at"), REVIEW_BUCKETS),
+        ]),
     ]
 
 
-def histogram(spec: HistogramSpec) -> HistogramMetricFamily:
-    """One cumulative histogram per tenant, counted by one statement."""
-    counts = ", ".join(f"SUM(CASE WHEN {spec.value} <= {bound!r} THEN 1 ELSE 0 END) AS b{i}"
-                       for i, bound in enumerate(spec.buckets))
-    statement = (f"SELECT a.tenant, COUNT(*) AS n, COALESCE(SUM({spec.value}), 0) AS total, {counts} "
-                 f"FROM {spec.rows} GROUP BY a.tenant ORDER BY a.tenant")
-    family = HistogramMetricFamily(spec.name, spec.documentation, labels=["tenant"])
+def histograms(group: HistogramGroup) -> list[HistogramMetricFamily]:
+    """Cumulative histograms per tenant, every one of ``group`` counted by one statement."""
+    inner = ", ".join(f"{spec.value} AS v{i}" for i, spec in enumerate(group.specs))
+    columns = []
+    for i, spec in enumerate(group.specs):
+        columns.append(f"COUNT(v{i}) AS n{i}, COALESCE(SUM(v{i}), 0) AS s{i}")
+        columns += [f"COUNT(CASE WHEN v{i} <= {bound!r} THEN 1 END) AS b{i}_{j}" for j, bound in enumerate(spec.buckets)]
+    statement = (f"SELECT w.tenant, {', '.join(columns)} FROM (SELECT a.tenant, {inner} FROM {group.rows}) AS w "
+                 f"GROUP BY w.tenant ORDER BY w.tenant")
+    families = [HistogramMetricFamily(spec.name, spec.documentation, labels=["tenant"]) for spec in group.specs]
     for row in sql.fetch(statement, {}):
-        buckets = [(floatToGoString(bound), int(row[f"b{i}"] or 0)) for i, bound in enumerate(spec.buckets)]
-        buckets.append(("+Inf", int(row["n"])))
-        family.add_metric([row["tenant"]], buckets, float(row["total"]))
-    return family
+        for i, (spec, family) in enumerate(zip(group.specs, families)):
+            if not row[f"n{i}"]:
+                continue
+            buckets = [(floatToGoString(bound), int(row[f"b{i}_{j}"])) for j, bound in enumerate(spec.buckets)]
+            buckets.append(("+Inf", int(row[f"n{i}"])))
+            family.add_metric([row["tenant"]], buckets, float(row[f"s{i}"]))
+    return families
 
 
 class DatabaseCollector(Collector):
@@ -99,8 +113,8 @@ class DatabaseCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         now = self.clock.now()
         yield from self._jobs(now)
-        for spec in histogram_specs():
-            yield histogram(spec)
+        for group in histogram_groups():
+            yield from histograms(group)
         yield self._dead_letters()
         yield self._refusals()
         yield self._outbox_lag(now)
