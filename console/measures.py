@@ -11,26 +11,19 @@ Scoped: ``tenants`` None reads every tenant (a superuser), a set reads only thos
 from __future__ import annotations
 
 import datetime as dt
-import enum
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db import connection
+from django.db import connection, transaction
 
 from pipeline import sql
+from pipeline.measures import Group, Measure, groups
 
 WINDOWS = {"1h": dt.timedelta(hours=1), "24h": dt.timedelta(hours=24), "7d": dt.timedelta(days=7)}
 DEFAULT_WINDOW = "1h"
 QUANTILES = (0.5, 0.95, 0.99)
-
-
-class Measure(enum.StrEnum):
-    QUEUE_WAIT = "queue_wait"  # due -> leased, per attempt
-    INFERENCE = "inference"  # the extractor's own time, per attempt
-    COMMIT = "commit"  # the commit transaction, per committed attempt
-    REVIEW_WAIT = "review_wait"  # handoff -> decision, per decided review
-    END_TO_END = "end_to_end"  # ingest (the job's creation) -> decision, per decided review
+SORT_MEMORY = "64MB"  # per percentile query (PostgreSQL's work_mem for that transaction only)
 
 
 LABELS = {
@@ -68,38 +61,6 @@ def summarise(values: list[float]) -> Percentiles:
     return Percentiles(len(ordered), p50, p95, p99)
 
 
-def _seconds_between(later: str, earlier: str) -> str:
-    """``later - earlier`` in seconds, never negative (clocks of two machines may disagree a little);
-    NULL when either is (an attempt whose due time is unknown has no queue wait)."""
-    if connection.vendor == "postgresql":
-        return f"CASE WHEN {earlier} IS NOT NULL THEN GREATEST(EXTRACT(EPOCH FROM ({later} - {earlier})), 0) END"
-    return f"MAX((julianday({later}) - julianday({earlier})) * 86400.0, 0)"
-
-
-# The measures by the rows that hold them: per attempt (its window is when it was leased) and per
-# decided review (when it was decided). Each group is read in one statement, one pass over the window's
-# rows, which the indexes attempt_tenant_leased / attempt_leased and review_tenant_decided /
-# review_decided serve. A value that is NULL (an attempt still running, no commit) is left out of that
-# measure only (percentile_cont skips NULLs).
-@dataclass(frozen=True)
-class _Group:
-    rows: str  # FROM ... (aliased a, with a.tenant)
-    where: str  # what every row of the group satisfies
-    at: str  # the window's column
-    values: dict[Measure, str]
-
-
-def _groups() -> list[_Group]:
-    return [
-        _Group("pipeline_attempt a", "1 = 1", "a.leased_at", {
-            Measure.QUEUE_WAIT: _seconds_between("a.leased_at", "a.due_at"),
-            Measure.INFERENCE: "a.inference_seconds", Measure.COMMIT: "a.commit_seconds"}),
-        _Group("pipeline_review a JOIN pipeline_job j ON j.id = a.job_id", "a.decided_at IS NOT NULL", "a.decided_at", {
-            Measure.REVIEW_WAIT: _seconds_between("a.decided_at", "a.created_at"),
-            Measure.END_TO_END: _seconds_between("a.decided_at", "j.created_at")}),
-    ]
-
-
 def _tenant_filter(tenants: frozenset[str] | None, params: dict[str, object]) -> str:
     if tenants is None:
         return ""
@@ -108,7 +69,7 @@ def _tenant_filter(tenants: frozenset[str] | None, params: dict[str, object]) ->
     return f" AND a.tenant IN ({', '.join(f'%(t{i})s' for i in range(len(names)))})"
 
 
-def _read(group: _Group, wanted: list[Measure], now: dt.datetime, window: dt.timedelta,
+def _read(group: Group, wanted: list[Measure], now: dt.datetime, window: dt.timedelta,
           tenants: frozenset[str] | None) -> dict[Measure, dict[str, Percentiles]]:
     params: dict[str, object] = {"since": sql.ts(now - window), "now": sql.ts(now)}
     where = (f"{group.where} AND {group.at} > %(since)s AND {group.at} <= %(now)s"
@@ -116,15 +77,8 @@ def _read(group: _Group, wanted: list[Measure], now: dt.datetime, window: dt.tim
     names = {measure: f"m{i}" for i, measure in enumerate(wanted)}
     inner = ", ".join(f"{group.values[m]} AS {names[m]}" for m in wanted)
     source = f"(SELECT a.tenant, {inner} FROM {group.rows} WHERE {where}) AS w"
-    found: dict[Measure, dict[str, Percentiles]] = {m: {} for m in wanted}
     if connection.vendor == "postgresql":
-        columns = ", ".join(f"COUNT({names[m]}) AS {names[m]}_n, percentile_cont(ARRAY[0.5, 0.95, 0.99]) "
-                            f"WITHIN GROUP (ORDER BY {names[m]}) AS {names[m]}_q" for m in wanted)
-        for row in sql.fetch(f"SELECT w.tenant, {columns} FROM {source} GROUP BY w.tenant ORDER BY w.tenant", params):
-            for m in wanted:
-                if row[f"{names[m]}_n"]:
-                    found[m][row["tenant"]] = Percentiles(row[f"{names[m]}_n"], *(float(v) for v in row[f"{names[m]}_q"]))
-        return found
+        return _read_postgresql(source, wanted, names, params)
     values: dict[Measure, dict[str, list[float]]] = {m: defaultdict(list) for m in wanted}
     for row in sql.fetch(f"SELECT * FROM {source}", params):
         for m in wanted:
@@ -133,13 +87,29 @@ def _read(group: _Group, wanted: list[Measure], now: dt.datetime, window: dt.tim
     return {m: {tenant: summarise(values[m][tenant]) for tenant in sorted(values[m])} for m in wanted}
 
 
+def _read_postgresql(source: str, wanted: list[Measure], names: dict[Measure, str],
+                     params: dict[str, object]) -> dict[Measure, dict[str, Percentiles]]:
+    found: dict[Measure, dict[str, Percentiles]] = {m: {} for m in wanted}
+    with transaction.atomic():
+        with connection.cursor() as cursor:  # a week's rows sort in memory, not on disk
+            cursor.execute(f"SET LOCAL work_mem = '{SORT_MEMORY}'")
+        columns = ", ".join(f"COUNT({names[m]}) AS {names[m]}_n, percentile_cont(ARRAY[0.5, 0.95, 0.99]) "
+                            f"WITHIN GROUP (ORDER BY {names[m]}) AS {names[m]}_q" for m in wanted)
+        rows = sql.fetch(f"SELECT w.tenant, {columns} FROM {source} GROUP BY w.tenant ORDER BY w.tenant", params)
+    for row in rows:
+        for m in wanted:
+            if row[f"{names[m]}_n"]:
+                found[m][row["tenant"]] = Percentiles(row[f"{names[m]}_n"], *(float(v) for v in row[f"{names[m]}_q"]))
+    return found
+
+
 def all_percentiles(
     now: dt.datetime, window: dt.timedelta, tenants: frozenset[str] | None, measures: Iterable[Measure] = Measure,
 ) -> dict[Measure, dict[str, Percentiles]]:
     """p50/p95/p99 and the count of each of ``measures`` per tenant over (now - window, now]."""
     asked = list(measures)
     found: dict[Measure, dict[str, Percentiles]] = {}
-    for group in _groups():
+    for group in groups():
         wanted = [m for m in asked if m in group.values]
         if wanted:
             found.update(_read(group, wanted, now, window, tenants))

@@ -5,8 +5,11 @@ of any number of qcluster nodes, and any of several web processes answers the sc
 one process would count only that process's share (and reset when it restarts); prometheus-client's
 multiprocess mode shares files between the processes of one machine only. The tables every node
 writes hold the truth, so a collector reads them at scrape time: every web process answers the same
-numbers whichever one Prometheus reaches. Counters and histograms are totals over rows that are
-never deleted (jobs, attempts, reviews, dead letters), so they only grow, as Prometheus expects.
+numbers whichever one Prometheus reaches. Counters are totals over rows that are never deleted
+(jobs, dead letters, refusals); the histograms are the running totals the sweeper folds the ended
+attempts and decided reviews into (``MeasureTotal``), plus those settled since its last fold, read in
+one snapshot. All only grow, as Prometheus expects, and a scrape reads a few rows per tenant, not the
+history.
 
 Tenant is a label; a document id, an idempotency key or any content never is. Nodes are labels of
 ``relayops_drains_alive`` only.
@@ -15,10 +18,8 @@ Tenant is a label; a document id, an idempotency key or any content never is. No
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 
-from django.db import connection
 from django.db.models import Count, Min, Q
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -27,81 +28,35 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from dlq.models import ReprocessRefusal
-from pipeline import sql
+from pipeline.maintenance import totals
+from pipeline.measures import BOUNDS, Measure
 from pipeline.clock import Clock, seconds_since, system_clock
 from pipeline.models import CLAIMABLE_FROM, DeadLetter, DrainPresence, Job, OutboxEvent
 from pipeline.states import LIVE_STATUSES, TERMINAL_STATUSES
 
 ALIVE_WITHIN = dt.timedelta(minutes=1)
 
-# Upper bounds (seconds) of the histograms' buckets: queue waits of milliseconds to an hour,
-# inference of a rules extractor (milliseconds) to an LLM's minutes, reviews of seconds to a week.
-QUEUE_WAIT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
-INFERENCE_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
-COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5)
-REVIEW_BUCKETS = (1, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 8 * 3600, 86400, 3 * 86400, 7 * 86400)
+# The histograms /metrics exposes: name and help per measure (the buckets: pipeline.measures.BOUNDS).
+HISTOGRAMS = {
+    Measure.QUEUE_WAIT: ("relayops_queue_wait_seconds", "Per attempt: from when its job became due to its lease."),
+    Measure.INFERENCE: ("relayops_inference_seconds", "Per attempt: the extractor's own time."),
+    Measure.COMMIT: ("relayops_commit_seconds", "Per committed attempt: the commit transaction."),
+    Measure.REVIEW_WAIT: ("relayops_review_wait_seconds", "Per decided review: from handoff to decision."),
+    Measure.END_TO_END: ("relayops_end_to_end_seconds",
+                         "Per decided review: from ingest (the job's creation) to decision."),
+}
 
 
-@dataclass(frozen=True)
-class HistogramSpec:
-    name: str
-    documentation: str
-    value: str  # the observation, in seconds (NULL: not observed)
-    buckets: Sequence[float]
-
-
-@dataclass(frozen=True)
-class HistogramGroup:
-    """Histograms read from the same rows in one pass: FROM ``rows`` (aliased ``a``, with a.tenant)."""
-
-    rows: str
-    specs: Sequence[HistogramSpec]
-
-
-def _seconds_between(later: str, earlier: str) -> str:
-    if connection.vendor == "postgresql":
-        return f"CASE WHEN {earlier} IS NOT NULL THEN GREATEST(EXTRACT(EPOCH FROM ({later} - {earlier})), 0) END"
-    return f"MAX((julianday({later}) - julianday({earlier})) * 86400.0, 0)"
-
-
-def histogram_groups() -> list[HistogramGroup]:
-    return [
-        HistogramGroup("pipeline_attempt a", [
-            HistogramSpec("relayops_queue_wait_seconds", "Per attempt: from when its job became due to its lease.",
-                          _seconds_between("a.leased_at", "a.due_at"), QUEUE_WAIT_BUCKETS),
-            HistogramSpec("relayops_inference_seconds", "Per attempt: the extractor's own time.",
-                          "a.inference_seconds", INFERENCE_BUCKETS),
-            HistogramSpec("relayops_commit_seconds", "Per committed attempt: the commit transaction.",
-                          "a.commit_seconds", COMMIT_BUCKETS),
-        ]),
-        HistogramGroup("pipeline_review a JOIN pipeline_job j ON j.id = a.job_id WHERE a.decided_at IS NOT NULL", [
-            HistogramSpec("relayops_review_wait_seconds", "Per decided review: from handoff to decision.",
-                          _seconds_between("a.decided_at", "a.created_at"), REVIEW_BUCKETS),
-            HistogramSpec("relayops_end_to_end_seconds",
-                          "Per decided review: from ingest (the job's creation) to decision.",
-                          _seconds_between("a.decided_at", "j.created_at"), REVIEW_BUCKETS),
-        ]),
-    ]
-
-
-def histograms(group: HistogramGroup) -> list[HistogramMetricFamily]:
-    """Cumulative histograms per tenant, every one of ``group`` counted by one statement."""
-    inner = ", ".join(f"{spec.value} AS v{i}" for i, spec in enumerate(group.specs))
-    columns = []
-    for i, spec in enumerate(group.specs):
-        columns.append(f"COUNT(v{i}) AS n{i}, COALESCE(SUM(v{i}), 0) AS s{i}")
-        columns += [f"COUNT(CASE WHEN v{i} <= {bound!r} THEN 1 END) AS b{i}_{j}" for j, bound in enumerate(spec.buckets)]
-    statement = (f"SELECT w.tenant, {', '.join(columns)} FROM (SELECT a.tenant, {inner} FROM {group.rows}) AS w "
-                 f"GROUP BY w.tenant ORDER BY w.tenant")
-    families = [HistogramMetricFamily(spec.name, spec.documentation, labels=["tenant"]) for spec in group.specs]
-    for row in sql.fetch(statement, {}):
-        for i, (spec, family) in enumerate(zip(group.specs, families)):
-            if not row[f"n{i}"]:
-                continue
-            buckets = [(floatToGoString(bound), int(row[f"b{i}_{j}"])) for j, bound in enumerate(spec.buckets)]
-            buckets.append(("+Inf", int(row[f"n{i}"])))
-            family.add_metric([row["tenant"]], buckets, float(row[f"s{i}"]))
-    return families
+def histogram_families() -> list[HistogramMetricFamily]:
+    """One cumulative histogram per measure, a series per tenant: the running totals plus what settled
+    since their last fold (pipeline.maintenance.totals), observed when an attempt ends or a review is
+    decided."""
+    families = {m: HistogramMetricFamily(name, text, labels=["tenant"]) for m, (name, text) in HISTOGRAMS.items()}
+    for (measure, tenant), histogram in totals.read().items():
+        buckets = [(floatToGoString(bound), count) for bound, count in zip(BOUNDS[measure], histogram.buckets)]
+        buckets.append(("+Inf", histogram.count))
+        families[measure].add_metric([tenant], buckets, histogram.total)
+    return list(families.values())
 
 
 class DatabaseCollector(Collector):
@@ -113,8 +68,7 @@ class DatabaseCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         now = self.clock.now()
         yield from self._jobs(now)
-        for group in histogram_groups():
-            yield from histograms(group)
+        yield from histogram_families()
         yield self._dead_letters()
         yield self._refusals()
         yield self._outbox_lag(now)

@@ -162,9 +162,14 @@ class Attempt(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "fence"], name="attempt_job_fence")]
         indexes = [
-            # The dashboard's and /metrics' windows: attempts by the time they were leased, per tenant.
-            models.Index(fields=["tenant", "leased_at"], name="attempt_tenant_leased"),
-            models.Index(fields=["leased_at"], name="attempt_leased"),
+            # The dashboard's windows: attempts by the time they were leased, per tenant and for all; they
+            # carry the measured columns, so a window is read from the index alone (PostgreSQL).
+            models.Index(fields=["tenant", "leased_at"], name="attempt_tenant_leased",
+                         include=["due_at", "inference_seconds", "commit_seconds"]),
+            models.Index(fields=["leased_at"], name="attempt_leased",
+                         include=["tenant", "due_at", "inference_seconds", "commit_seconds"]),
+            # The running totals fold attempts once they ended, and /metrics adds those ended since.
+            models.Index(fields=["ended_at"], condition=Q(ended_at__isnull=False), name="attempt_ended"),
         ]
 
     @property
@@ -346,6 +351,21 @@ class QueueDepthSample(models.Model):
             models.Index(fields=["sampled_at"], name="depthsample_at"),
             models.Index(fields=["tenant", "sampled_at"], name="depthsample_tenant_at"),
         ]
+
+
+class MeasureTotal(models.Model):
+    """The running histogram of one measure (``pipeline.measures.Measure``) for one tenant: every
+    observation settled up to the fold mark, added in by the sweeper (``maintenance.totals``). What
+    ``/metrics`` exposes, plus the few rows settled since the mark."""
+
+    measure = models.CharField(max_length=32)
+    tenant = models.CharField(max_length=33)
+    count = models.BigIntegerField(default=0)
+    total = models.FloatField(default=0.0)
+    buckets = models.JSONField(default=list)  # cumulative counts, one per bound of pipeline.measures.BOUNDS
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["measure", "tenant"], name="measuretotal_measure_tenant")]
 
 
 class Metric(models.TextChoices):

@@ -1,4 +1,5 @@
-"""The once-a-minute sweeper: rescue, prune, sample (queue depth and the other measures). Each part is a ``run_once(now)`` class.
+"""The once-a-minute sweeper: rescue, prune, sample (queue depth and the other measures), fold the
+measures into their running totals. Each part is a ``run_once(now)`` class.
 
 Workers run it between their drains (pipeline.runtime.host): ``run_if_due`` takes the fleet's turn
 with one guarded UPDATE, so one worker of one node sweeps per interval, whichever is free first. A
@@ -16,6 +17,7 @@ from django.conf import settings
 from pipeline.maintenance.pruner import Batches, ConsumerMemoryPruner, OutboxPruner, SamplePruner, check_retention
 from pipeline.maintenance.rescuer import LeaseRescuer
 from pipeline.maintenance.sampler import DepthSampler, MetricSampler
+from pipeline.maintenance.totals import TotalsFolder
 from pipeline.models import SweepTurn
 from pipeline.runtime import liveness
 
@@ -33,13 +35,14 @@ class SweepReport:
     presences_pruned: int
     metric_samples: int = 0
     metric_samples_pruned: int = 0
+    totals_folded: int = 0
 
 
 class Sweeper:
     def __init__(
         self, rescuer: LeaseRescuer, outbox_pruner: OutboxPruner, memory_pruner: ConsumerMemoryPruner,
         sampler: DepthSampler, metric_sampler: MetricSampler | None = None,
-        sample_pruner: SamplePruner | None = None,
+        sample_pruner: SamplePruner | None = None, folder: TotalsFolder | None = None,
     ) -> None:
         self.rescuer = rescuer
         self.outbox_pruner = outbox_pruner
@@ -47,6 +50,7 @@ class Sweeper:
         self.sampler = sampler
         self.metric_sampler = metric_sampler
         self.sample_pruner = sample_pruner
+        self.folder = folder
 
     @classmethod
     def from_settings(cls) -> "Sweeper":
@@ -60,6 +64,7 @@ class Sweeper:
             DepthSampler(dt.timedelta(days=options["DEPTH_SAMPLE_RETENTION_DAYS"])),
             MetricSampler(SWEEP_EVERY),
             SamplePruner(dt.timedelta(days=options["METRIC_SAMPLE_RETENTION_DAYS"]), batches),
+            TotalsFolder(),
         )
 
     def run_once(self, now: dt.datetime) -> SweepReport:
@@ -70,6 +75,7 @@ class Sweeper:
             samples=self.sampler.run_once(now), presences_pruned=liveness.prune(now),
             metric_samples=self.metric_sampler.run_once(now) if self.metric_sampler else 0,
             metric_samples_pruned=self.sample_pruner.run_once(now) if self.sample_pruner else 0,
+            totals_folded=self.folder.run_once(now) if self.folder else 0,
         )
 
 

@@ -1,6 +1,7 @@
 """The measures kept apart: an attempt's tenant, when it became due (queue wait = leased_at - due_at) and its
-commit time; the indexes that serve the dashboard's windows; and the sampled measures drawn over time
-(throughput, outbox lag, dead letters by reason, reprocess refusals, drains alive per node)."""
+commit time; the indexes that serve the dashboard's windows; the running totals of the measures (what
+/metrics exposes); and the sampled measures drawn over time (throughput, outbox lag, dead letters by
+reason, reprocess refusals, drains alive per node)."""
 
 from django.db import migrations, models
 
@@ -18,6 +19,17 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.CreateModel(
+            name='MeasureTotal',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('measure', models.CharField(max_length=32)),
+                ('tenant', models.CharField(max_length=33)),
+                ('count', models.BigIntegerField(default=0)),
+                ('total', models.FloatField(default=0.0)),
+                ('buckets', models.JSONField(default=list)),
+            ],
+        ),
         migrations.CreateModel(
             name='MetricSample',
             fields=[
@@ -46,11 +58,15 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='attempt',
-            index=models.Index(fields=['tenant', 'leased_at'], name='attempt_tenant_leased'),
+            index=models.Index(fields=['tenant', 'leased_at'], include=('due_at', 'inference_seconds', 'commit_seconds'), name='attempt_tenant_leased'),
         ),
         migrations.AddIndex(
             model_name='attempt',
-            index=models.Index(fields=['leased_at'], name='attempt_leased'),
+            index=models.Index(fields=['leased_at'], include=('tenant', 'due_at', 'inference_seconds', 'commit_seconds'), name='attempt_leased'),
+        ),
+        migrations.AddIndex(
+            model_name='attempt',
+            index=models.Index(condition=models.Q(('ended_at__isnull', False)), fields=['ended_at'], name='attempt_ended'),
         ),
         migrations.AddIndex(
             model_name='job',
@@ -63,6 +79,10 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='review',
             index=models.Index(condition=models.Q(('decided_at__isnull', False)), fields=['decided_at'], name='review_decided'),
+        ),
+        migrations.AddConstraint(
+            model_name='measuretotal',
+            constraint=models.UniqueConstraint(fields=('measure', 'tenant'), name='measuretotal_measure_tenant'),
         ),
         migrations.AddIndex(
             model_name='metricsample',
