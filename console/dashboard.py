@@ -53,7 +53,7 @@ def _bucket(step: int) -> str:
     """The SQL of a sample's point: its time in epoch seconds, floored to ``step``."""
     if connection.vendor == "postgresql":
         return f"(FLOOR(EXTRACT(EPOCH FROM sampled_at) / {step}) * {step})::bigint"
-    return f"(CAST(strftime('%s', sampled_at) AS INTEGER) / {step} * {step})"
+    return f"(CAST(strftime('%%s', sampled_at) AS INTEGER) / {step} * {step})"  # %% : a literal % beside params
 
 
 def _in_tenants(tenants: frozenset[str] | None, params: dict[str, Any]) -> str:

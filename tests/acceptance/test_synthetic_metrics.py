@@ -61,3 +61,19 @@ def test_it_runs_on_the_embedded_sqlite(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert len([line for line in done.stdout.splitlines() if ROW.match(line)]) == 3
     assert "depth (queued + leased): min" in done.stdout
+    # the dashboard, the running totals and /metrics read the same embedded database
+    probe = ("import datetime as dt; from console import dashboard, metrics; from pipeline.clock import system_clock; "
+             "from pipeline.maintenance.sampler import MetricSampler; from pipeline.maintenance.totals import TotalsFolder; "
+             "now = system_clock.now(); MetricSampler().run_once(now); "
+             "print('folded', TotalsFolder().run_once(now + dt.timedelta(minutes=3))); "
+             "data = dashboard.build(now, '24h', None); "
+             "print('throughput', data['series']['throughput']['succeeded'][-1][1] > 0); "
+             "print('percentiles', sorted({r['measure'] for r in data['percentiles']})); "
+             "print(metrics.exposition()[0].decode())")
+    shell = subprocess.run([sys.executable, "manage.py", "shell", "-c", probe], cwd=ROOT, env=demo_env(tmp_path),
+                           capture_output=True, text=True, timeout=120)
+    assert shell.returncode == 0, shell.stderr
+    assert "folded 5" in shell.stdout and "throughput True" in shell.stdout  # 3 attempt + 2 review measures, one tenant
+    assert "'end_to_end', 'inference', 'queue_wait', 'review_wait'" in shell.stdout
+    assert 'relayops_queue_wait_seconds_count{tenant="synthetic"} 3.0' in shell.stdout
+    assert 'relayops_review_wait_seconds_count{tenant="synthetic"} 3.0' in shell.stdout
