@@ -11,10 +11,13 @@ Drains and nodes serve every tenant and carry no tenant data: everyone sees them
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Min, QuerySet
 from django.urls import reverse
@@ -170,29 +173,13 @@ def build(now: dt.datetime, window_name: str, tenants: frozenset[str] | None) ->
     return data
 
 
-def _build(now: dt.datetime, window_name: str, tenants: frozenset[str] | None) -> dict[str, Any]:
-    name = measures.window_of(window_name)
+def _over_window(now: dt.datetime, name: str, tenants: frozenset[str] | None) -> dict[str, Any]:
+    """What depends on the window: the percentiles and the series (the heavy part of a wide window)."""
     window = measures.WINDOWS[name]
     since, step = now - window, _step(window)
-    tenant_rows = _tenant_rows(now, tenants)
-    nodes = _nodes(now)
     return {
-        "now": _epoch(now), "window": name, "windows": list(measures.WINDOWS), "step_seconds": step,
-        "paused_tenants": paused_tenants(tenants),
-        "tenants": tenant_rows,
-        "totals": {
-            "queued": sum(r["queued"] for r in tenant_rows), "leased": sum(r["leased"] for r in tenant_rows),
-            "due": sum(r["due"] for r in tenant_rows),
-            "outbox_lag_seconds": max((r["outbox_lag_seconds"] for r in tenant_rows
-                                       if r["outbox_lag_seconds"] is not None), default=None),
-            "drains_alive": sum(n["drains_alive"] for n in nodes),
-            "nodes_alive": sum(1 for n in nodes if n["drains_alive"]),
-            "refusals": _refusals(since, tenants),
-        },
+        "series_at": _epoch(now), "step_seconds": step,
         "percentiles": _percentile_rows(measures.all_percentiles(now, window, tenants)),
-        "dead_letters": _dead_letters(tenants),
-        "nodes": nodes,
-        "oldest_due": _oldest_due(now, tenants),
         "series": {
             "depth": _depth_series(since, tenants, step),
             # jobs finished per minute: a point's finished jobs (per-minute samples summed) over its minutes
@@ -205,7 +192,48 @@ def _build(now: dt.datetime, window_name: str, tenants: frozenset[str] | None) -
             "refusals": {"refused": _sampled(Metric.REPROCESS_REFUSALS, since, tenants, step, per_label="SUM",
                                              per_point="SUM").get("", [])},
         },
+    }
+
+
+def _window_part(now: dt.datetime, name: str, tenants: frozenset[str] | None) -> dict[str, Any]:
+    """``_over_window``, kept ``DASHBOARD_CACHE_SECONDS`` in this process's cache for the wide windows
+    (their points are 12 and 84 minutes wide: a few seconds' staleness never shows, and a refresh every
+    5 s would otherwise re-read a week of rows). The last hour is always read afresh."""
+    seconds = settings.RELAYOPS["DASHBOARD_CACHE_SECONDS"]
+    if name == measures.DEFAULT_WINDOW or seconds <= 0:
+        return _over_window(now, name, tenants)
+    scope = "*" if tenants is None else ",".join(sorted(tenants))
+    key = f"relayops:dashboard:{name}:{hashlib.sha256(scope.encode()).hexdigest()}"
+    part = cache.get(key)
+    if part is None:
+        part = _over_window(now, name, tenants)
+        cache.set(key, part, seconds)
+    return part
+
+
+def _build(now: dt.datetime, window_name: str, tenants: frozenset[str] | None) -> dict[str, Any]:
+    name = measures.window_of(window_name)
+    since = now - measures.WINDOWS[name]
+    tenant_rows = _tenant_rows(now, tenants)
+    nodes = _nodes(now)
+    return {
+        "now": _epoch(now), "window": name, "windows": list(measures.WINDOWS),
+        "paused_tenants": paused_tenants(tenants),
+        "tenants": tenant_rows,
+        "totals": {
+            "queued": sum(r["queued"] for r in tenant_rows), "leased": sum(r["leased"] for r in tenant_rows),
+            "due": sum(r["due"] for r in tenant_rows),
+            "outbox_lag_seconds": max((r["outbox_lag_seconds"] for r in tenant_rows
+                                       if r["outbox_lag_seconds"] is not None), default=None),
+            "drains_alive": sum(n["drains_alive"] for n in nodes),
+            "nodes_alive": sum(1 for n in nodes if n["drains_alive"]),
+            "refusals": _refusals(since, tenants),
+        },
+        "dead_letters": _dead_letters(tenants),
+        "nodes": nodes,
+        "oldest_due": _oldest_due(now, tenants),
         "chart_measures": [str(m) for m in CHART_MEASURES],
+        **_window_part(now, name, tenants),
     }
 
 

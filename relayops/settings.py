@@ -216,6 +216,9 @@ RELAYOPS = {
     # The other sampled measures (throughput, outbox lag, dead letters by reason, reprocess refusals,
     # drains alive per node; a few rows per tenant and node each minute) are kept this long.
     "METRIC_SAMPLE_RETENTION_DAYS": env.float("RELAYOPS_METRIC_SAMPLE_RETENTION_DAYS", default=7.0),
+    # The dashboard's 24 h and 7 d charts and percentiles are kept this long per web process (0: never);
+    # the last hour, and every current number, are always read afresh.
+    "DASHBOARD_CACHE_SECONDS": env.float("RELAYOPS_DASHBOARD_CACHE_SECONDS", default=30.0),
     # Reprocess rate limit per tenant.
     "REPROCESS_LIMIT": env.int("RELAYOPS_REPROCESS_LIMIT", default=20),
     "REPROCESS_WINDOW_SECONDS": env.int("RELAYOPS_REPROCESS_WINDOW_SECONDS", default=3600),

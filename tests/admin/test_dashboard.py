@@ -111,3 +111,25 @@ def test_old_samples_fall_outside_the_window(root):
 def test_signed_out_users_get_the_login_page_not_data(client):
     response = client.get(DATA)
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_wide_windows_are_kept_briefly_and_the_current_numbers_never(root, settings):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.RELAYOPS = {**settings.RELAYOPS, "DASHBOARD_CACHE_SECONDS": 60.0}
+    now = dt.datetime.now(dt.timezone.utc)
+    QueueDepthSample.objects.create(sampled_at=now - dt.timedelta(minutes=2), tenant="acme", queued=5, leased=0,
+                                    due=5, outbox_pending=0)
+    client = login(root)
+    first = client.get(DATA, {"window": "24h"}).json()
+    QueueDepthSample.objects.create(sampled_at=now - dt.timedelta(minutes=1), tenant="acme", queued=50, leased=0,
+                                    due=50, outbox_pending=0)
+    factories.queued("acme", "arrived")
+    second = client.get(DATA, {"window": "24h"}).json()
+    try:
+        assert second["series"] == first["series"] and second["series_at"] == first["series_at"]
+        assert second["totals"]["queued"] == 1  # the current numbers are read afresh
+        assert max(p[1] for p in client.get(DATA, {"window": "1h"}).json()["series"]["depth"]["queued"]) == 50
+    finally:
+        cache.clear()
