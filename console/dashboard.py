@@ -218,6 +218,7 @@ def _build(now: dt.datetime, window_name: str, tenants: frozenset[str] | None) -
     nodes = _nodes(now)
     return {
         "now": _epoch(now), "window": name, "windows": list(measures.WINDOWS),
+        "window_seconds": int(measures.WINDOWS[name].total_seconds()),
         "paused_tenants": paused_tenants(tenants),
         "tenants": tenant_rows,
         "totals": {

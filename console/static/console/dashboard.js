@@ -26,12 +26,15 @@
     return (pairs || []).map(function (p) { return { x: p[0], y: p[1] }; });
   }
 
+  var span = { from: null, to: null };  // the window's time axis, from the last refresh
+
   function timeOptions(yTitle) {
     return {
       animation: false, responsive: true, maintainAspectRatio: false, parsing: false,
       interaction: { mode: "nearest", intersect: false },
       scales: {
-        x: { type: "linear", ticks: { callback: function (v) { return timeLabel(v); }, maxTicksLimit: 8 } },
+        x: { type: "linear", min: span.from, max: span.to,
+             ticks: { callback: function (v) { return timeLabel(v); }, maxTicksLimit: 8 } },
         y: { beginAtZero: true, title: { display: !!yTitle, text: yTitle || "" } }
       },
       plugins: { legend: { position: "bottom" } }
@@ -77,6 +80,10 @@
     }
     chart.data.labels = spec.labels || [];
     chart.data.datasets = spec.sets;
+    if (spec.type !== "bar") {
+      chart.options.scales.x.min = span.from;
+      chart.options.scales.x.max = span.to;
+    }
     chart.update("none");
   }
 
@@ -117,6 +124,7 @@
 
   function render(data) {
     windowName = data.window;
+    span = { from: data.now - data.window_seconds, to: data.now };
     Object.keys(builders).forEach(function (key) { draw(key, builders[key](data)); });
     Object.keys(data.tables).forEach(function (key) { fillTable(key, data.tables[key]); });
     fillOldest(data.oldest_due);
