@@ -8,8 +8,8 @@ writes hold the truth, so a collector reads them at scrape time: every web proce
 numbers whichever one Prometheus reaches. Counters are totals over rows that are never deleted
 (jobs, dead letters, refusals); the histograms are the running totals the sweeper folds the ended
 attempts and decided reviews into (``MeasureTotal``), plus those settled since its last fold, read in
-one snapshot. All only grow, as Prometheus expects, and a scrape reads a few rows per tenant, not the
-history.
+one snapshot. All only grow, as Prometheus expects. The histograms cost a scrape a few rows per tenant
+whatever the history; the job counts read the (tenant, status) index of every job.
 
 Tenant is a label; a document id, an idempotency key or any content never is. Nodes are labels of
 ``relayops_drains_alive`` only.
@@ -28,9 +28,9 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from dlq.models import ReprocessRefusal
+from pipeline.clock import Clock, seconds_since, system_clock
 from pipeline.maintenance import totals
 from pipeline.measures import BOUNDS, Measure
-from pipeline.clock import Clock, seconds_since, system_clock
 from pipeline.models import CLAIMABLE_FROM, DeadLetter, DrainPresence, Job, OutboxEvent
 from pipeline.states import LIVE_STATUSES, TERMINAL_STATUSES
 
