@@ -117,3 +117,14 @@ def test_percentiles_equal_postgresql_percentile_cont_and_respect_window_and_ten
 def test_an_unknown_window_is_the_default():
     assert measures.window_of("24h") == "24h"
     assert measures.window_of("1y") == measures.window_of(None) == "1h"
+
+
+def test_an_attempt_from_before_due_at_was_kept_has_no_queue_wait_not_a_zero(clock):
+    queue.enqueue("acme", "old", 1, invoice(1), clock=clock)
+    clock.advance(5)
+    process_once("w1", clock=clock)
+    Attempt.objects.update(due_at=None)  # as the migration leaves the attempts written before it
+    table = measures.all_percentiles(clock.now(), dt.timedelta(hours=1), None)
+    assert table[Measure.QUEUE_WAIT] == {}
+    assert table[Measure.INFERENCE]["acme"].count == 1
+    assert Attempt.objects.get().queue_wait_seconds is None
