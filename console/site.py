@@ -1,5 +1,6 @@
-"""RelayOps' admin site: Django's, with its titles, the document timeline of a job and the review page
-(``review.views``: read a result beside its document, decide it, walk the queue of pending reviews).
+"""RelayOps' admin site: Django's, with its titles, the dashboard as its front page (the app list below
+it), the document timeline of a job and the review page (``review.views``: read a result beside its
+document, decide it, walk the queue of pending reviews).
 
 Django's "view on site" shortcut (``r/<content_type>/<id>/``) is answered with the same 404 for every
 object: no RelayOps model has a public URL, and Django's answer told an existing row (another
@@ -11,27 +12,42 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, URLResolver, path
 
+from console import dashboard
 from console.timeline import document_timeline
+from pipeline.clock import system_clock
 from pipeline.models import Job
 from review.views import ReviewViews
+from tenancy.services import tenants_of
 
 
 class RelayOpsAdminSite(admin.AdminSite):
     site_header = "RelayOps"
     site_title = "RelayOps admin"
     index_title = "Operations"
+    index_template = "admin/relayops/dashboard.html"
 
     def get_urls(self) -> list[URLResolver | URLPattern]:
         timeline = path("pipeline/job/<path:object_id>/timeline/", self.admin_view(self.timeline_view),
                         name="pipeline_job_timeline")
         shortcut = path("r/<path:content_type_id>/<path:object_id>/", self.admin_view(self.no_shortcut),
                         name="view_on_site")
+        data = path("dashboard.json", self.admin_view(self.dashboard_data), name="relayops_dashboard_data")
         urls = [url for url in super().get_urls() if getattr(url, "name", None) != "view_on_site"]
-        return [timeline, shortcut, *ReviewViews(self).urls(), *urls]
+        return [timeline, shortcut, data, *ReviewViews(self).urls(), *urls]
+
+    def index(self, request: HttpRequest, extra_context: dict | None = None) -> TemplateResponse:
+        """The dashboard, for the window in the URL (``?window=1h|24h|7d``), above Django's app list."""
+        data = dashboard.build(system_clock.now(), request.GET.get("window", ""), tenants_of(request.user))
+        return super().index(request, {**(extra_context or {}), "dashboard": data})
+
+    def dashboard_data(self, request: HttpRequest) -> HttpResponse:
+        """The dashboard's numbers and series as JSON: what its script fetches every few seconds."""
+        data = dashboard.build(system_clock.now(), request.GET.get("window", ""), tenants_of(request.user))
+        return JsonResponse(data)
 
     def no_shortcut(self, request: HttpRequest, content_type_id: str, object_id: str) -> HttpResponse:
         """The same 404 whatever the object: whether a row exists is not the shortcut's to tell."""

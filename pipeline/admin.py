@@ -109,16 +109,22 @@ def _or_dash(value: object) -> object:
     return "-" if value in (None, "") else value
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f} s"
+
+
 def attempt_spend_table(attempts: QuerySet[Attempt]) -> str:
-    rows = format_html_join("", "<tr>" + "<td>{}</td>" * 10 + "</tr>", (
+    """Per attempt: its outcome, its three timings kept apart (queue wait, inference, commit) and what
+    the extraction spent."""
+    rows = format_html_join("", "<tr>" + "<td>{}</td>" * 12 + "</tr>", (
         (a.attempt, a.fence, a.error_code or ("running" if a.ended_at is None else "ok"), _or_dash(a.failed_rule),
-         _or_dash(a.extractor), _or_dash(a.model_name), _or_dash(a.input_tokens), _or_dash(a.output_tokens),
-         f"{a.inference_seconds:.3f} s" if a.inference_seconds is not None else "-", _or_dash(a.cost))
+         _seconds(a.queue_wait_seconds), _or_dash(a.extractor), _or_dash(a.model_name), _or_dash(a.input_tokens),
+         _or_dash(a.output_tokens), _seconds(a.inference_seconds), _seconds(a.commit_seconds), _or_dash(a.cost))
         for a in attempts
     ))
     head = "".join(f"<th>{name}</th>" for name in (
-        "attempt", "fence", "outcome", "failed rule", "extractor", "model", "input tokens", "output tokens",
-        "inference", "cost"))
+        "attempt", "fence", "outcome", "failed rule", "queue wait", "extractor", "model", "input tokens",
+        "output tokens", "inference", "commit", "cost"))
     return format_html('<table class="attempt-spend"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>',
                        mark_safe(head), rows) if rows else "-"
 

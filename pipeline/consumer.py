@@ -14,6 +14,9 @@ from pipeline.clock import Clock, system_clock
 from pipeline.events import Event
 from pipeline.models import Review
 from pipeline.outbox import RESULT_TOPIC
+from relayops.logging import get_logger
+
+log = get_logger(__name__)
 
 REVIEW_CONSUMER = "review-handoff"
 
@@ -47,4 +50,6 @@ class ReviewHandoffConsumer:
                 idempotency_key=event.idempotency_key, event_id=event.event_id,
                 job_id=event.payload["job_id"], created_at=now,
             )
+        log.info("review.handed_off", tenant=event.tenant, job_id=event.payload["job_id"],
+                 idempotency_key=event.idempotency_key, outcome="pending")
         return ConsumeOutcome(applied=True, reason="applied")

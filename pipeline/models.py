@@ -126,10 +126,16 @@ class Job(models.Model):
             models.Index(fields=["tenant", "document_id"], name="job_tenant_document_prefix",
                          opclasses=["varchar_pattern_ops", "varchar_pattern_ops"]),
             models.Index(fields=["document_id"], name="job_document_prefix", opclasses=["varchar_pattern_ops"]),
+            # Throughput: jobs finished in a window, by outcome (the sampler, the dashboard).
+            models.Index(fields=["finished_at"], condition=Q(finished_at__isnull=False), name="job_finished_at"),
         ]
 
     def __str__(self) -> str:
         return self.idempotency_key
+
+    def age_seconds(self, now: dt.datetime) -> float:
+        """How long the job has existed (a live job's age); a finished one's ends at finished_at."""
+        return max(((self.finished_at or now) - self.created_at).total_seconds(), 0.0)
 
 
 class Attempt(models.Model):
@@ -137,9 +143,13 @@ class Attempt(models.Model):
     extractor ran, what it spent (the extraction report). Never content."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts")
+    tenant = models.CharField(max_length=33, db_default="")  # the job's, so a tenant's window reads one index
     fence = models.BigIntegerField()
     attempt = models.PositiveIntegerField()
     worker = models.CharField(max_length=200)
+    # When the job became claimable for this lease: its visible_at (enqueue, or a retry's backoff), or,
+    # taking over an expired lease, when that lease ran out. Queue wait = leased_at - due_at.
+    due_at = models.DateTimeField(null=True, blank=True)
     leased_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=32, choices=ErrorCode.choices, blank=True, default="")
@@ -152,9 +162,25 @@ class Attempt(models.Model):
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     inference_seconds = models.FloatField(null=True, blank=True)  # the extractor's own time, not queue or review
     cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    # How long the commit (result, event, completion: one transaction) took, as its worker measured it.
+    commit_seconds = models.FloatField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "fence"], name="attempt_job_fence")]
+        indexes = [
+            # The dashboard's windows: attempts by the time they were leased, per tenant and for all; they
+            # carry the measured columns, so a window is read from the index alone (PostgreSQL).
+            models.Index(fields=["tenant", "leased_at"], name="attempt_tenant_leased",
+                         include=["due_at", "inference_seconds", "commit_seconds"]),
+            models.Index(fields=["leased_at"], name="attempt_leased",
+                         include=["tenant", "due_at", "inference_seconds", "commit_seconds"]),
+            # The running totals fold attempts once they ended, and /metrics adds those ended since.
+            models.Index(fields=["ended_at"], condition=Q(ended_at__isnull=False), name="attempt_ended"),
+        ]
+
+    @property
+    def queue_wait_seconds(self) -> float | None:
+        return None if self.due_at is None else max((self.leased_at - self.due_at).total_seconds(), 0.0)
 
 
 class Result(models.Model):
@@ -290,7 +316,16 @@ class Review(models.Model):
             models.Index(fields=["tenant", "document_id"], name="review_tenant_document_prefix",
                          opclasses=["varchar_pattern_ops", "varchar_pattern_ops"]),
             models.Index(fields=["document_id"], name="review_document_prefix", opclasses=["varchar_pattern_ops"]),
+            # Review wait over a window (decided reviews by decision time), per tenant and fleet-wide.
+            models.Index(fields=["tenant", "decided_at"], condition=Q(decided_at__isnull=False),
+                         name="review_tenant_decided"),
+            models.Index(fields=["decided_at"], condition=Q(decided_at__isnull=False), name="review_decided"),
         ]
+
+    @property
+    def review_wait_seconds(self) -> float | None:
+        """Handoff to decision; None while pending."""
+        return None if self.decided_at is None else max((self.decided_at - self.created_at).total_seconds(), 0.0)
 
     def __str__(self) -> str:
         return self.idempotency_key
@@ -357,6 +392,49 @@ class QueueDepthSample(models.Model):
         indexes = [
             models.Index(fields=["sampled_at"], name="depthsample_at"),
             models.Index(fields=["tenant", "sampled_at"], name="depthsample_tenant_at"),
+        ]
+
+
+class MeasureTotal(models.Model):
+    """The running histogram of one measure (``pipeline.measures.Measure``) for one tenant: every
+    observation settled up to the fold mark, added in by the sweeper (``maintenance.totals``). What
+    ``/metrics`` exposes, plus the few rows settled since the mark."""
+
+    measure = models.CharField(max_length=32)
+    tenant = models.CharField(max_length=33)
+    count = models.BigIntegerField(default=0)
+    total = models.FloatField(default=0.0)
+    buckets = models.JSONField(default=list)  # cumulative counts, one per bound of pipeline.measures.BOUNDS
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["measure", "tenant"], name="measuretotal_measure_tenant")]
+
+
+class Metric(models.TextChoices):
+    """What a ``MetricSample`` measures; its ``label`` says which outcome, reason or node."""
+
+    FINISHED_PER_MINUTE = "finished_per_minute"  # label: the outcome (succeeded, dead_lettered, cancelled)
+    DEAD_LETTERS = "dead_letters"  # label: the reason; all dead letters of the tenant so far
+    OUTBOX_LAG_SECONDS = "outbox_lag_seconds"  # age of the oldest unpublished event
+    REPROCESS_REFUSALS = "reprocess_refusals"  # refusals since the previous sample
+    DRAINS_ALIVE = "drains_alive"  # label: the node; tenant blank (drains serve every tenant)
+
+
+class MetricSample(models.Model):
+    """One measure at one instant, recorded each sweep by the metric sampler and pruned after the
+    sample retention; the dashboard draws them over time. Never a document id, a key or content."""
+
+    sampled_at = models.DateTimeField()
+    metric = models.CharField(max_length=32, choices=Metric.choices)
+    tenant = models.CharField(max_length=33, blank=True, default="")
+    label = models.CharField(max_length=100, blank=True, default="")
+    value = models.FloatField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["metric", "sampled_at"], name="metricsample_metric_at"),
+            models.Index(fields=["tenant", "metric", "sampled_at"], name="metricsample_tenant_at"),
+            models.Index(fields=["sampled_at"], name="metricsample_at"),
         ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -22,6 +23,7 @@ from pipeline.extraction.metering import Meter
 from pipeline.extraction.report import AttemptReport, Prices
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.extraction.validation import validate_invoice
+from pipeline.joblog import job_fields
 from pipeline.outbox import CommitOutcome, commit_result_with_event, landed
 from pipeline.reconnect import CONNECTION_ERRORS
 from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter, RetryPolicy
@@ -84,9 +86,11 @@ def process_once(
     meter = Meter(extractor, prices or Prices.from_settings())
     try:
         fields = _extract(lease, meter, validator, crash, beat)
+        committing = time.monotonic()
         outcome = _commit(lease, fields, clock, meter.report)
+        commit_seconds = time.monotonic() - committing
     except (LeaseLostError, StaleLeaseError):
-        log.warning("job.lease_lost", job_id=lease.job_id, fence=lease.fence)
+        log.warning("job.lease_lost", **job_fields(lease, Outcome.LEASE_LOST, inference_seconds=_inference(meter)))
         if meter.report is not None:  # the tokens were spent all the same: they count against the budget
             queue.record_report(lease, meter.report)
         return WorkOutcome(Outcome.LEASE_LOST, lease.job_id, lease.fence)
@@ -95,8 +99,24 @@ def process_once(
     except Exception as exc:
         return _fail(lease, exc, clock, policy, meter.report)
     crash("after_commit_before_ack")
-    log.info("job.committed", job_id=lease.job_id, fence=lease.fence, deduped=outcome.deduped)
-    return WorkOutcome(Outcome.DEDUPED if outcome.deduped else Outcome.COMMITTED, lease.job_id, lease.fence)
+    done = Outcome.DEDUPED if outcome.deduped else Outcome.COMMITTED
+    _record_commit_seconds(lease, commit_seconds)
+    log.info("job.committed", **job_fields(lease, done, inference_seconds=_inference(meter),
+                                            commit_seconds=commit_seconds))
+    return WorkOutcome(done, lease.job_id, lease.fence)
+
+
+def _inference(meter: Meter) -> float | None:
+    return meter.report.inference_seconds if meter.report is not None else None
+
+
+def _record_commit_seconds(lease: queue.Lease, seconds: float) -> None:
+    """Best effort, after the commit landed: a lost connection loses only this number."""
+    try:
+        queue.record_commit_seconds(lease, seconds)
+    except CONNECTION_ERRORS as exc:
+        log.warning("job.commit_time_not_recorded", job_id=lease.job_id, fence=lease.fence,
+                    error_type=type(exc).__name__)
 
 
 def _extract(lease: queue.Lease, meter: Meter, validator: Callable[[dict[str, Any]], dict[str, Any]],
@@ -135,8 +155,11 @@ def _fail(
             lambda: queue.nack(lease, exc, clock=clock, policy=policy, report=report), what="nack"
         )
     except StaleLeaseError:  # taken over meanwhile, or our own nack landed before its connection died
+        log.warning("job.lease_lost", **job_fields(lease, Outcome.LEASE_LOST))
         return WorkOutcome(Outcome.LEASE_LOST, lease.job_id, lease.fence)
     outcome = (Outcome.DEAD_LETTERED if isinstance(decision, DeadLetter)
                else Outcome.CANCELLED if isinstance(decision, Cancel) else Outcome.RETRY)
-    log.info("job.failed", job_id=lease.job_id, fence=lease.fence, decision=outcome.value, code=decision.code)
+    log.info("job.failed", **job_fields(
+        lease, outcome, inference_seconds=report.inference_seconds if report is not None else None,
+        code=decision.code))
     return WorkOutcome(outcome, lease.job_id, lease.fence)

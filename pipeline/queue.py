@@ -26,13 +26,17 @@ from pipeline.clock import Clock, system_clock
 from pipeline.errors import IdempotencyConflictError, InvalidInputError, StaleLeaseError, ValidationFailed
 from pipeline.extraction.report import AttemptReport
 from pipeline.idempotency import build_idempotency_key, canonical_json, payload_hash
+from pipeline.joblog import job_fields
 from pipeline.models import DEFAULT_MAX_LEASE_EXPIRIES, Attempt, DeadLetter, Job
 from pipeline.reasons import DeadLetterReason, ErrorCode, ValidationRule
 from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter as DeadLetterDecision, Decision, Retry, RetryPolicy
 from pipeline.retry import classify, not_before
 from pipeline.runtime import wakeups
 from pipeline.states import TERMINAL_STATUSES, JobStatus, sources_of
+from relayops.logging import get_logger
 from relayops.validation import check_int, check_number, check_text
+
+log = get_logger(__name__)
 
 DEFAULT_DEADLINE = dt.timedelta(hours=1)
 MAX_ATTEMPTS_LIMIT = 100
@@ -55,6 +59,8 @@ class Lease:
     payload: Any
     payload_hash: str
     deadline_at: dt.datetime
+    leased_at: dt.datetime | None = None
+    due_at: dt.datetime | None = None  # when the job became claimable for this lease (the claim says)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Lease:
@@ -65,7 +71,16 @@ class Lease:
             tenant=row["tenant"], document_id=row["document_id"], operation_version=row["operation_version"],
             idempotency_key=row["idempotency_key"], payload=sql.read_json(row["payload"]),
             payload_hash=row["payload_hash"], deadline_at=sql.read_ts(row["deadline_at"]),
+            leased_at=sql.read_ts(row["leased_at"]) if row.get("leased_at") else None,
+            due_at=sql.read_ts(row["due_at"]) if row.get("due_at") else None,
         )
+
+    @property
+    def queue_wait_seconds(self) -> float | None:
+        """Due to leased: how long the job waited in line for this lease (None when not known)."""
+        if self.due_at is None or self.leased_at is None:
+            return None
+        return max((self.leased_at - self.due_at).total_seconds(), 0.0)
 
 
 LEASE_FIELDS = tuple(name.strip() for name in sql.LEASE_COLUMNS.split(","))
@@ -127,6 +142,8 @@ def enqueue(
                     reprocessed_from=reprocessed_from,
                 )
                 wakeups.ring(wakeups.JOBS)
+            log.info("job.enqueued", tenant=job.tenant, job_id=job.pk, idempotency_key=key, fence=0, attempt=0,
+                     outcome="queued", operation_version=operation_version)
             return job, True
         except IntegrityError:
             existing = Job.objects.filter(idempotency_key=key).first()
@@ -156,8 +173,13 @@ def lease_next(worker_id: str, *, lease_seconds: float | None = None, clock: Clo
         if not rows:
             return None
         if rows[0]["status"] == JobStatus.CANCELLED:
+            row = rows[0]
+            log.info("job.cancelled", tenant=row["tenant"], job_id=row["id"], idempotency_key=row["idempotency_key"],
+                     fence=row["fence"], attempt=row["attempt"], outcome="cancelled", code=ErrorCode.DEADLINE_EXCEEDED)
             continue  # cancelled past its deadline; recorded on the job row, try the next one
-        return Lease.from_row(rows[0])
+        lease = Lease.from_row(rows[0])
+        log.info("job.leased", **job_fields(lease, "leased", worker=worker_id))
+        return lease
 
 
 def _check_lease(lease: object) -> Lease:
@@ -241,6 +263,14 @@ def record_report(lease: Lease, report: AttemptReport) -> bool:
     return bool(Attempt.objects.filter(job_id=lease.job_id, fence=lease.fence, extractor="").update(**report.columns()))
 
 
+def record_commit_seconds(lease: Lease, seconds: float) -> bool:
+    """Keep how long this lease's commit took (measured by its worker around the commit transaction)
+    on its attempt row. Changes nothing on the job. Returns whether it landed."""
+    lease = _check_lease(lease)
+    seconds = max(check_number("seconds", seconds, above=-1, high=86400), 0.0)
+    return bool(Attempt.objects.filter(job_id=lease.job_id, fence=lease.fence).update(commit_seconds=seconds))
+
+
 def ack(lease: Lease, *, clock: Clock = system_clock) -> None:
     """Complete a job that produces no result. Jobs with a result use commit_result_with_event."""
     lease = _check_lease(lease)
@@ -308,6 +338,7 @@ def release(lease: Lease, *, code: ErrorCode = ErrorCode.SHUTDOWN, clock: Clock 
             raise StaleLeaseError(lease.job_id, lease.fence)
         _end_attempt(lease.job_id, lease.fence, now, code)
         wakeups.ring(wakeups.JOBS)
+    log.info("job.released", **job_fields(lease, "released", code=str(code)))
 
 
 def cancel(job_id: int, *, clock: Clock = system_clock) -> JobStatus | None:
@@ -380,14 +411,20 @@ def expire_exhausted(now: dt.datetime, *, limit: int = 500) -> ExpiryReport:
         exhausted = (
             Job.objects.select_for_update(skip_locked=True)
             .filter(status=JobStatus.LEASED, lease_until__lt=now, lease_expiries__gte=F("max_lease_expiries"))
-            .values_list("id", "fence", "deadline_at")[:limit]
+            .values_list("id", "fence", "deadline_at", "tenant", "idempotency_key", "attempt")[:limit]
         )
-        for job_id, fence, deadline_at in exhausted:
+        for job_id, fence, deadline_at, tenant, key, attempt in exhausted:
             if deadline_at <= now:
-                cancelled += _finish(job_id, fence, JobStatus.CANCELLED, now, attempt_code=ErrorCode.LEASE_EXPIRED,
-                                     last_error=ErrorCode.DEADLINE_EXCEEDED)
+                ended = _finish(job_id, fence, JobStatus.CANCELLED, now, attempt_code=ErrorCode.LEASE_EXPIRED,
+                                last_error=ErrorCode.DEADLINE_EXCEEDED)
+                cancelled += ended
             else:
-                dead += _finish(job_id, fence, JobStatus.DEAD_LETTERED, now, attempt_code=ErrorCode.LEASE_EXPIRED,
+                ended = _finish(job_id, fence, JobStatus.DEAD_LETTERED, now, attempt_code=ErrorCode.LEASE_EXPIRED,
                                 last_error=ErrorCode.LEASE_EXPIRED,
                                 dead_letter=DeadLetterReason.LEASE_EXPIRIES_EXCEEDED)
+                dead += ended
+            if ended:
+                log.warning("job.lease_expiries_exceeded", tenant=tenant, job_id=job_id, idempotency_key=key,
+                            fence=fence, attempt=attempt,
+                            outcome=JobStatus.CANCELLED if deadline_at <= now else JobStatus.DEAD_LETTERED)
     return ExpiryReport(dead_lettered=dead, cancelled=cancelled)

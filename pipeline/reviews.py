@@ -16,7 +16,10 @@ from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
 from pipeline.clock import Clock, system_clock
 from pipeline.errors import InvalidInputError
 from pipeline.models import Review, ReviewStatus
+from relayops.logging import get_logger
 from relayops.validation import check_int
+
+log = get_logger(__name__)
 
 DECISIONS = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
 
@@ -37,7 +40,23 @@ def decide_review(
     landed = Review.objects.filter(pk=review_id, status=ReviewStatus.PENDING).update(
         status=ReviewStatus(decision), decided_at=clock.now(), decided_by_id=decided_by.pk
     )
+    if landed:
+        _log_decision(review_id)
     return bool(landed)
+
+
+def _log_decision(review_id: int) -> None:
+    """The decision's log line: review wait (handoff to decision) and end to end (ingest to decision)."""
+    row = Review.objects.filter(pk=review_id).values(
+        "tenant", "job_id", "idempotency_key", "status", "created_at", "decided_at", "job__created_at", "job__fence",
+        "job__attempt").first()
+    decided = row["decided_at"] if row is not None else None
+    if row is None or decided is None:
+        return
+    log.info("review.decided", tenant=row["tenant"], job_id=row["job_id"], review_id=review_id,
+             idempotency_key=row["idempotency_key"], fence=row["job__fence"], attempt=row["job__attempt"],
+             outcome=row["status"], review_wait_seconds=round((decided - row["created_at"]).total_seconds(), 6),
+             end_to_end_seconds=round((decided - row["job__created_at"]).total_seconds(), 6))
 
 
 def with_wait(reviews: QuerySet[Review]) -> QuerySet[Review]:

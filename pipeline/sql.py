@@ -100,6 +100,11 @@ WHERE id IN ({CLAIMABLE}
 RETURNING {LEASE_COLUMNS}
 """
 
+# When the claimed job became claimable: its visible_at, or the expiry of the lease taken over. Read from
+# the row as it was before the claim (``prior``: in PostgreSQL every part of one statement sees the
+# same snapshot, so a sibling of the claiming UPDATE reads the old row). Queue wait = leased_at - due_at.
+DUE_AT = "CASE WHEN prior.status = 'leased' THEN prior.lease_until ELSE prior.visible_at END"
+
 # Every lease is on record: the claim closes the attempt of a lease it took over (it expired: the
 # worker died or stalled) and opens one per new lease. PostgreSQL does all three in one statement.
 _CLAIM_WITH_ATTEMPTS = f"""
@@ -109,10 +114,13 @@ ended AS (
     WHERE job_id IN (SELECT id FROM claimed) AND ended_at IS NULL
 ),
 opened AS (
-    INSERT INTO pipeline_attempt (job_id, fence, attempt, worker, leased_at, error_code)
-    SELECT id, fence, attempt, lease_owner, leased_at, '' FROM claimed WHERE status = 'leased'
+    INSERT INTO pipeline_attempt (job_id, tenant, fence, attempt, worker, due_at, leased_at, error_code)
+    SELECT claimed.id, claimed.tenant, claimed.fence, claimed.attempt, claimed.lease_owner, {DUE_AT},
+           claimed.leased_at, ''
+    FROM claimed JOIN pipeline_job prior ON prior.id = claimed.id
+    WHERE claimed.status = 'leased'
 )
-SELECT * FROM claimed
+SELECT claimed.*, {DUE_AT} AS due_at FROM claimed JOIN pipeline_job prior ON prior.id = claimed.id
 """
 
 # SQLite has no data-modifying CTE: the same bookkeeping, statement by statement, in one transaction.
@@ -121,8 +129,14 @@ UPDATE pipeline_attempt SET ended_at = %(now)s, error_code = 'lease_expired'
 WHERE job_id = %(job_id)s AND ended_at IS NULL
 """
 _OPEN_ATTEMPT = """
-INSERT INTO pipeline_attempt (job_id, fence, attempt, worker, leased_at, error_code)
-VALUES (%(job_id)s, %(fence)s, %(attempt)s, %(worker)s, %(now)s, '')
+INSERT INTO pipeline_attempt (job_id, tenant, fence, attempt, worker, due_at, leased_at, error_code)
+VALUES (%(job_id)s, %(tenant)s, %(fence)s, %(attempt)s, %(worker)s, %(due_at)s, %(now)s, '')
+"""
+# The rows the claim is about to take, as they are (SQLite's immediate transaction holds the write
+# lock from its start, so nothing changes them between this look and the claim).
+_DUE_BEFORE_CLAIM = f"""
+SELECT prior.id, {DUE_AT} AS due_at FROM pipeline_job prior
+WHERE prior.id IN ({CLAIMABLE} ORDER BY visible_at, id LIMIT %(limit)s)
 """
 
 
@@ -137,13 +151,16 @@ def claim_jobs(params: dict[str, Any]) -> list[dict[str, Any]]:
     """Run the claim with its attempt bookkeeping; callers hold a transaction."""
     if connection.vendor == "postgresql":
         return fetch(claim_statement(), params)
+    due = {row["id"]: row["due_at"] for row in fetch(_DUE_BEFORE_CLAIM, params)}
     rows = fetch(claim_statement(), params)
     with connection.cursor() as cursor:
         for row in rows:
+            row["due_at"] = due.get(row["id"])
             cursor.execute(_END_TAKEN_OVER, {"now": params["now"], "job_id": row["id"]})
             if row["status"] == JobStatus.LEASED:
                 cursor.execute(_OPEN_ATTEMPT, {"now": params["now"], "job_id": row["id"], "fence": row["fence"],
-                                               "attempt": row["attempt"], "worker": row["lease_owner"]})
+                                               "attempt": row["attempt"], "worker": row["lease_owner"],
+                                               "tenant": row["tenant"], "due_at": due.get(row["id"])})
     return rows
 
 

@@ -1,7 +1,10 @@
 """What the deployment's security settings need: a strong enough secret key, and the client's address
-when RelayOps runs behind a proxy (the login lockout counts failures per address)."""
+when RelayOps runs behind a proxy (the login lockout counts failures per address), the networks
+allowed to scrape /metrics."""
 
 from __future__ import annotations
+
+import ipaddress
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -48,3 +51,14 @@ def client_ip(request: HttpRequest) -> str | None:
         return remote
     forwarded = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
     return forwarded[-proxies] if len(forwarded) >= proxies else remote
+
+
+def networks(name: str, values: list[str]) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Addresses or networks (``10.0.0.0/8``, ``127.0.0.1``) from a setting; a bad one stops start-up."""
+    parsed = []
+    for value in values:
+        try:
+            parsed.append(ipaddress.ip_network(value.strip(), strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {value.strip()!r} is not an address or a network") from None
+    return parsed

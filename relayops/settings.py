@@ -47,11 +47,19 @@ SECRET_KEY = security.secret_key(env.str("SECRET_KEY", default=""), debug=DEBUG)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# --- /metrics (console.endpoints) ----------------------------------------------------------------
+# Prometheus scrapes /metrics with this bearer token, or from these addresses or networks (comma
+# separated, e.g. 10.0.0.0/8,127.0.0.1). With neither set /metrics answers 403 to everyone.
+RELAYOPS_METRICS_TOKEN = env.str("RELAYOPS_METRICS_TOKEN", default="")
+RELAYOPS_METRICS_ALLOW = security.networks("RELAYOPS_METRICS_ALLOW", env.list("RELAYOPS_METRICS_ALLOW", default=[]))
+
 # --- Behind TLS (docs/operations.md, "Deploying behind TLS") --------------------------------------
 # HTTPS=1: the admin is served over HTTPS by a proxy that terminates TLS and says so in
 # X-Forwarded-Proto. Each setting below can still be set on its own.
 HTTPS = env.bool("HTTPS", default=False)
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=HTTPS)
+# Load balancers and Kubernetes probe the health endpoints over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=HTTPS)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=HTTPS)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31_536_000 if HTTPS else 0)
@@ -155,6 +163,9 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Never enable Django's psycopg pool here: qcluster forks, and pooled sockets break across fork.
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# The covering indexes of the dashboard's windows (INCLUDE columns) are PostgreSQL's; on the embedded
+# SQLite they are plain indexes, which is all it needs.
+SILENCED_SYSTEM_CHECKS = ["models.W040"]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -205,6 +216,12 @@ RELAYOPS = {
     "PRUNE_MAX_BATCHES": env.int("RELAYOPS_PRUNE_MAX_BATCHES", default=20),
     # Queue-depth samples (one row per tenant per minute) are kept this long.
     "DEPTH_SAMPLE_RETENTION_DAYS": env.float("RELAYOPS_DEPTH_SAMPLE_RETENTION_DAYS", default=7.0),
+    # The other sampled measures (throughput, outbox lag, dead letters by reason, reprocess refusals,
+    # drains alive per node; a few rows per tenant and node each minute) are kept this long.
+    "METRIC_SAMPLE_RETENTION_DAYS": env.float("RELAYOPS_METRIC_SAMPLE_RETENTION_DAYS", default=7.0),
+    # The dashboard's 24 h and 7 d charts and percentiles are kept this long per web process (0: never);
+    # the last hour, and every current number, are always read afresh.
+    "DASHBOARD_CACHE_SECONDS": env.float("RELAYOPS_DASHBOARD_CACHE_SECONDS", default=30.0),
     # Reprocess rate limit per tenant.
     "REPROCESS_LIMIT": env.int("RELAYOPS_REPROCESS_LIMIT", default=20),
     "REPROCESS_WINDOW_SECONDS": env.int("RELAYOPS_REPROCESS_WINDOW_SECONDS", default=3600),
@@ -302,6 +319,9 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
+        # Django's own default adds a plain console handler to "django" when DEBUG is on, which printed
+        # every django.* line twice (plain, then structured): its records go to the root handler only.
+        "django": {"handlers": [], "level": env.str("LOG_LEVEL", default="INFO"), "propagate": True},
         "django-q": {"level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING")},
         "axes": {"level": "WARNING"},  # failed sign-ins (username and address, never the password) and lockouts
     },

@@ -25,3 +25,6 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 # Webhook tests post to receivers on loopback; production refuses loopback and private targets.
 RELAYOPS["WEBHOOK_ALLOW_PRIVATE"] = True  # noqa: F405
+# Every request reads the dashboard afresh: tests change rows between two requests (a test of the
+# cache turns it on).
+RELAYOPS["DASHBOARD_CACHE_SECONDS"] = 0.0  # noqa: F405

@@ -1,4 +1,5 @@
-"""Retention: published outbox rows and the consumer's memory of event ids are deleted in bounded batches.
+"""Retention: published outbox rows, the consumer's memory of event ids and old metric samples are deleted in
+bounded batches.
 
 The consumer must remember an event id at least as long as the outbox may still hold (and so
 republish or replay) that event; ``check_retention`` enforces it at startup (pipeline.checks) and
@@ -14,7 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 
 from pipeline.consumer import REVIEW_CONSUMER
-from pipeline.models import ConsumedEvent, OutboxEvent
+from pipeline.models import ConsumedEvent, MetricSample, OutboxEvent
 from relayops.errors import InvalidInputError
 from relayops.validation import check_int
 
@@ -88,3 +89,17 @@ class ConsumerMemoryPruner:
             consumer=self.consumer, consumed_at__lt=now - self.retention
         ).exclude(event_id__in=pending)
         return _delete_in_batches(forgettable, self.batches.size, self.batches.max_per_run)
+
+
+class SamplePruner:
+    """Deletes metric samples older than ``retention``, in bounded batches: the sampled tables stay
+    bounded (one sweep a minute adds a few rows per tenant and node)."""
+
+    def __init__(self, retention: dt.timedelta, batches: Batches = Batches()) -> None:
+        _check_retention_window(retention)
+        self.retention = retention
+        self.batches = batches
+
+    def run_once(self, now: dt.datetime) -> int:
+        expired = MetricSample.objects.filter(sampled_at__lt=now - self.retention)
+        return _delete_in_batches(expired, self.batches.size, self.batches.max_per_run)

@@ -1,4 +1,5 @@
-"""The once-a-minute sweeper: rescue, prune, sample. Each part is a ``run_once(now)`` class.
+"""The once-a-minute sweeper: rescue, prune, sample (queue depth and the other measures), fold the
+measures into their running totals. Each part is a ``run_once(now)`` class.
 
 Workers run it between their drains (pipeline.runtime.host): ``run_if_due`` takes the fleet's turn
 with one guarded UPDATE, so one worker of one node sweeps per interval, whichever is free first. A
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from pipeline.maintenance.pruner import Batches, ConsumerMemoryPruner, OutboxPruner, check_retention
+from pipeline.maintenance.pruner import Batches, ConsumerMemoryPruner, OutboxPruner, SamplePruner, check_retention
 from pipeline.maintenance.rescuer import LeaseRescuer
-from pipeline.maintenance.sampler import DepthSampler
+from pipeline.maintenance.sampler import DepthSampler, MetricSampler
+from pipeline.maintenance.totals import TotalsFolder
 from pipeline.models import SweepTurn
 from pipeline.runtime import liveness
 
@@ -31,17 +33,24 @@ class SweepReport:
     memory_pruned: int
     samples: int
     presences_pruned: int
+    metric_samples: int = 0
+    metric_samples_pruned: int = 0
+    totals_folded: int = 0
 
 
 class Sweeper:
     def __init__(
         self, rescuer: LeaseRescuer, outbox_pruner: OutboxPruner, memory_pruner: ConsumerMemoryPruner,
-        sampler: DepthSampler,
+        sampler: DepthSampler, metric_sampler: MetricSampler | None = None,
+        sample_pruner: SamplePruner | None = None, folder: TotalsFolder | None = None,
     ) -> None:
         self.rescuer = rescuer
         self.outbox_pruner = outbox_pruner
         self.memory_pruner = memory_pruner
         self.sampler = sampler
+        self.metric_sampler = metric_sampler
+        self.sample_pruner = sample_pruner
+        self.folder = folder
 
     @classmethod
     def from_settings(cls) -> "Sweeper":
@@ -53,6 +62,9 @@ class Sweeper:
             OutboxPruner(dt.timedelta(days=options["OUTBOX_RETENTION_DAYS"]), batches),
             ConsumerMemoryPruner(dt.timedelta(days=options["CONSUMER_DEDUPE_RETENTION_DAYS"]), batches),
             DepthSampler(dt.timedelta(days=options["DEPTH_SAMPLE_RETENTION_DAYS"])),
+            MetricSampler(SWEEP_EVERY),
+            SamplePruner(dt.timedelta(days=options["METRIC_SAMPLE_RETENTION_DAYS"]), batches),
+            TotalsFolder(),
         )
 
     def run_once(self, now: dt.datetime) -> SweepReport:
@@ -61,6 +73,9 @@ class Sweeper:
             dead_lettered=rescued.dead_lettered, cancelled=rescued.cancelled,
             outbox_pruned=self.outbox_pruner.run_once(now), memory_pruned=self.memory_pruner.run_once(now),
             samples=self.sampler.run_once(now), presences_pruned=liveness.prune(now),
+            metric_samples=self.metric_sampler.run_once(now) if self.metric_sampler else 0,
+            metric_samples_pruned=self.sample_pruner.run_once(now) if self.sample_pruner else 0,
+            totals_folded=self.folder.run_once(now) if self.folder else 0,
         )
 
 

@@ -48,6 +48,10 @@ def test_the_job_page_and_timeline_show_each_attempts_spend_and_no_content(acme_
     table = page[page.index('class="attempt-spend"'):]
     assert "llm_server_error" in table and "tiny-invoice-1" in table
     assert "1200" in table and "300" in table and "1.050000" in table  # 1.2 x 0.50 + 0.3 x 1.50
+    assert "<th>queue wait</th>" in table and "<th>commit</th>" in table  # each timing its own column
+    committed = job.attempts.get(fence=2)
+    assert f"<td>{committed.queue_wait_seconds:.3f} s</td>" in table
+    assert f"<td>{committed.commit_seconds:.3f} s</td>" in table
     timeline = client.get(reverse("admin:pipeline_job_timeline", args=[job.pk])).content.decode()
     assert "llm (tiny-invoice-1), 1200 in / 300 out tokens" in timeline and "cost 1.050000" in timeline
     for secret in (synthetic.valid(5).fields["vendor"], synthetic.valid(5).fields["invoice_number"]):

@@ -1,0 +1,97 @@
+"""Every state change is one structured log line with tenant, job id, idempotency key, fence, attempt,
+outcome and the three timings (queue wait, inference, commit) kept apart; never content or error text.
+With DEBUG=1 a django.* line is printed once (it used to appear plain, then structured)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from pipeline import queue, relay, reviews
+from pipeline.errors import PermanentError
+from pipeline.models import Review, ReviewStatus
+from pipeline.reasons import ErrorCode
+from pipeline.worker import process_once
+from tests.conftest import invoice
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
+IDENTITY = {"tenant", "job_id", "idempotency_key", "fence", "attempt", "outcome"}
+TIMINGS = {"queue_wait_seconds", "inference_seconds", "commit_seconds"}
+
+
+def _lines(caplog) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {}
+    for record in caplog.records:
+        if isinstance(record.msg, dict) and "event" in record.msg:
+            found.setdefault(record.msg["event"], []).append(record.msg)
+    return found
+
+
+def _leaky(document, checkpoint):
+    raise PermanentError(ErrorCode.DOCUMENT_MALFORMED, "customer Maria Souza, CPF 123.456.789-09 is unreadable")
+
+
+def test_a_jobs_life_is_logged_with_its_identity_outcome_and_timings(clock, caplog):
+    caplog.set_level("INFO")
+    user = get_user_model().objects.create_user("rita", password="x-long-password-1")
+    job, _ = queue.enqueue("acme", "inv-1", 1, invoice(1), clock=clock)
+    clock.advance(4)
+    process_once("w1", clock=clock)
+    relay.publish_pending(clock=clock)
+    clock.advance(30)
+    reviews.decide_review(Review.objects.get().pk, ReviewStatus.APPROVED, user, clock=clock)
+
+    lines = _lines(caplog)
+    for event in ("job.enqueued", "job.leased", "job.committed", "review.handed_off", "review.decided"):
+        assert event in lines, event
+        for line in lines[event]:
+            assert {"tenant", "job_id", "idempotency_key", "outcome"} <= set(line), (event, line)
+            assert (line["tenant"], line["job_id"], line["idempotency_key"]) == ("acme", job.pk, "acme:inv-1:v1")
+    committed = lines["job.committed"][0]
+    assert IDENTITY | TIMINGS <= set(committed)
+    assert (committed["fence"], committed["attempt"], committed["outcome"]) == (1, 1, "committed")
+    assert committed["queue_wait_seconds"] == 4.0
+    assert committed["inference_seconds"] is not None and committed["commit_seconds"] is not None
+    assert lines["job.leased"][0]["queue_wait_seconds"] == 4.0
+    decided = lines["review.decided"][0]
+    assert (decided["outcome"], decided["review_wait_seconds"], decided["end_to_end_seconds"]) == ("approved", 30.0, 34.0)
+    text = caplog.text
+    assert "INVOICE" not in text and "ACME" not in text  # nothing of the document's text
+
+
+def test_a_failure_is_logged_with_its_code_never_its_text(clock, caplog):
+    caplog.set_level("DEBUG")
+    queue.enqueue("acme", "inv-2", 1, invoice(2), clock=clock)
+    assert process_once("w1", extractor=_leaky, clock=clock).outcome == "dead_lettered"
+    failed = _lines(caplog)["job.failed"][0]
+    assert IDENTITY | TIMINGS <= set(failed)
+    assert (failed["outcome"], failed["code"]) == ("dead_lettered", "document_malformed")
+    assert failed["inference_seconds"] is not None and failed["commit_seconds"] is None
+    assert "Maria Souza" not in caplog.text and "123.456.789-09" not in caplog.text
+
+
+def test_a_release_is_logged(clock, caplog):
+    caplog.set_level("INFO")
+    queue.enqueue("acme", "inv-3", 1, invoice(3), clock=clock)
+    lease = queue.lease_next("w1", clock=clock)
+    queue.release(lease, clock=clock)
+    released = _lines(caplog)["job.released"][0]
+    assert IDENTITY <= set(released) and (released["outcome"], released["code"]) == ("released", "shutdown")
+
+
+def test_debug_prints_a_django_line_once():
+    env = {**os.environ, "DEBUG": "1", "LOG_LEVEL": "INFO"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    probe = "import logging; logging.getLogger('django.request').warning('probe-%s', 'line-7')"
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", probe], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    output = done.stdout + done.stderr
+    assert output.count("probe-line-7") == 1, output
