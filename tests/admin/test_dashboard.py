@@ -8,6 +8,8 @@ import datetime as dt
 import pytest
 from django.urls import reverse
 
+from controls import services as controls
+from controls.actors import Actor
 from pipeline.models import DeadLetter, Job, Metric, MetricSample, QueueDepthSample
 from pipeline.states import JobStatus
 from tests.admin import factories
@@ -133,3 +135,12 @@ def test_wide_windows_are_kept_briefly_and_the_current_numbers_never(root, setti
         assert max(p[1] for p in client.get(DATA, {"window": "1h"}).json()["series"]["depth"]["queued"]) == 50
     finally:
         cache.clear()
+
+
+def test_a_paused_tenant_is_marked_to_those_who_see_it(root, acme_operator):
+    _populate()
+    controls.pause_intake("globex", Actor.command("ops"), reason="a bad batch upstream")
+    assert login(root).get(DATA, {"window": "1h"}).json()["paused_tenants"] == ["globex"]
+    assert login(acme_operator).get(DATA, {"window": "1h"}).json()["paused_tenants"] == []  # not its tenant
+    page = login(root).get(reverse("admin:index")).content.decode()
+    assert "globex (intake paused)" in page and "acme (intake paused)" not in page
