@@ -131,3 +131,24 @@ def test_the_documented_production_settings_pass_the_deploy_check(tmp_path):
     plain = manage("check", "--deploy", env={**env, "HTTPS": "0", "SECURE_HSTS_PRELOAD": "0"})
     for warning in ("security.W004", "security.W008", "security.W012", "security.W016"):
         assert warning in plain.stdout + plain.stderr  # without TLS the same check does complain
+
+
+@pytest.mark.parametrize("table, row", [
+    ("dlq_auditentry", {"at": "2026-03-01 09:00:00", "action": "pause_intake", "tenant": "acme", "operator": "ops",
+                        "reason": "", "detail": ""}),
+])
+def test_on_the_embedded_default_the_audit_stays_append_only(tmp_path, table, row):
+    """SQLite drops a table's triggers when a migration remakes the table: after every migration the
+    audit still refuses UPDATE and DELETE."""
+    import sqlite3
+
+    env = local_env(tmp_path, DEBUG="1")
+    migrate = subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert migrate.returncode == 0, migrate.stdout + migrate.stderr
+    with sqlite3.connect(tmp_path / "relayops.sqlite3") as db:
+        db.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+        for statement in (f"UPDATE {table} SET tenant = 'globex'", f"DELETE FROM {table}"):
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                db.execute(statement)
+        assert db.execute(f"SELECT tenant FROM {table}").fetchall() == [("acme",)]
