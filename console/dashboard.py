@@ -2,7 +2,8 @@
 (queue depth, throughput, dead letters by reason, outbox lag, drains alive per node, reprocess refusals)
 from the sampled tables, and the numbers beside them from the live tables (current depth and oldest
 live job per tenant, p50/p95/p99 of each measure per tenant, dead letters by reason, outbox lag, nodes
-and their drains, the oldest due job).
+and their drains, the oldest due job). The wide windows' percentiles are estimates from hourly
+histograms, within 5 % of the exact ones; ``percentiles_basis`` (and a column of the table) says which.
 
 Tenant-scoped: ``tenants`` None is a superuser (every tenant), a set an operator's or auditor's tenants.
 Drains and nodes serve every tenant and carry no tenant data: everyone sees them.
@@ -181,7 +182,8 @@ def _over_window(now: dt.datetime, name: str, tenants: frozenset[str] | None) ->
     since, step = now - window, _step(window)
     return {
         "series_at": _epoch(now), "step_seconds": step,
-        "percentiles": _percentile_rows(measures.all_percentiles(now, window, tenants)),
+        "percentiles": _percentile_rows(measures.window_percentiles(now, name, tenants)),
+        "percentiles_basis": measures.basis(name),
         "series": {
             "depth": _depth_series(since, tenants, step),
             # jobs finished per minute: a point's finished jobs (per-minute samples summed) over its minutes
@@ -259,9 +261,9 @@ def tables(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
                            for r in data["tenants"]]},
         "throughput": {"columns": ["outcome", "finished per minute (latest point)"],
                        "rows": [[outcome, f"{rate:.3f}"] for outcome, rate in sorted(throughput.items())]},
-        "percentiles": {"columns": ["measure", "tenant", "count", "p50", "p95", "p99"],
-                        "rows": [[r["label"], r["tenant"], str(r["count"]), _s(r["p50"]), _s(r["p95"]), _s(r["p99"])]
-                                 for r in data["percentiles"]]},
+        "percentiles": {"columns": ["measure", "tenant", "count", "p50", "p95", "p99", "percentiles"],
+                        "rows": [[r["label"], r["tenant"], str(r["count"]), _s(r["p50"]), _s(r["p95"]), _s(r["p99"]),
+                                  data["percentiles_basis"]["text"]] for r in data["percentiles"]]},
         "dead_letters": {"columns": ["reason", "dead letters"],
                          "rows": [[r["reason"], str(r["count"])] for r in data["dead_letters"]]},
         "outbox": {"columns": ["measure", "now"],

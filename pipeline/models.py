@@ -176,6 +176,8 @@ class Attempt(models.Model):
                          include=["tenant", "due_at", "inference_seconds", "commit_seconds"]),
             # The running totals fold attempts once they ended, and /metrics adds those ended since.
             models.Index(fields=["ended_at"], condition=Q(ended_at__isnull=False), name="attempt_ended"),
+            # The dashboard's wide windows add the attempts not ended yet (not folded) to the hourly histograms.
+            models.Index(fields=["leased_at"], condition=Q(ended_at__isnull=True), name="attempt_open"),
         ]
 
     @property
@@ -408,6 +410,23 @@ class MeasureTotal(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["measure", "tenant"], name="measuretotal_measure_tenant")]
+
+
+class MeasureHour(models.Model):
+    """One hour of one measure for one tenant, as a histogram (``pipeline.measures.bucket_sql``:
+    log-spaced buckets, each value within ``RESOLUTION`` of its bucket's): the observations taken
+    (``Group.at``) in that hour and settled up to the hourly fold mark, added in by the sweeper
+    (``maintenance.totals``) and kept ``HOURLY_SPAN``. The dashboard's wide windows read their
+    percentiles from these, plus the few rows not folded yet."""
+
+    measure = models.CharField(max_length=32)
+    tenant = models.CharField(max_length=33)
+    hour = models.DateTimeField()  # the hour's start (UTC)
+    counts = models.JSONField(default=dict)  # {bucket: count}, the buckets that hold any
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["measure", "tenant", "hour"], name="measurehour_key")]
+        indexes = [models.Index(fields=["hour"], name="measurehour_hour")]
 
 
 class Metric(models.TextChoices):

@@ -6,6 +6,11 @@ A row is folded once it has *settled*: ``SETTLE`` after it ended (or was decided
 worker writes just after (the commit time) are there. The fold mark says up to when; the fold and
 its mark move in one transaction, under a row lock, so two sweeps never fold a row twice. A reader
 adds the rows settled after the mark, read in the same snapshot as the totals (``read``).
+
+The same fold, under its own mark (``HOURS_MARK``), adds each settled row to the hourly histogram of
+its measure, tenant and the hour it was taken in (``MeasureHour``), for rows taken within
+``HOURLY_SPAN``, and drops the hours older than that: the dashboard's wide windows read their
+percentiles from these hours plus the rows not folded yet (``console.measures``).
 """
 
 from __future__ import annotations
@@ -14,17 +19,62 @@ import datetime as dt
 
 from django.db import connection, transaction
 
-from pipeline.measures import Histogram, Measure, groups, histograms
-from pipeline.models import MeasureTotal, SweepTurn
+from pipeline import sql
+from pipeline.measures import HOURLY_SPAN, Histogram, Measure, bucket_counts, groups, histograms
+from pipeline.models import MeasureHour, MeasureTotal, SweepTurn
 
 MARK = "measure_totals"
+HOURS_MARK = "measure_hours"
 SETTLE = dt.timedelta(minutes=2)
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
-def _locked_mark() -> SweepTurn:
-    SweepTurn.objects.get_or_create(name=MARK, defaults={"taken_at": EPOCH})
-    return SweepTurn.objects.select_for_update().get(name=MARK)
+def _locked_mark(name: str = MARK) -> SweepTurn:
+    SweepTurn.objects.get_or_create(name=name, defaults={"taken_at": EPOCH})
+    return SweepTurn.objects.select_for_update().get(name=name)
+
+
+def hour_start(at: dt.datetime) -> dt.datetime:
+    return at.astimezone(dt.timezone.utc).replace(minute=0, second=0, microsecond=0)
+
+
+def _fold_hours(now: dt.datetime, until: dt.datetime) -> int:
+    """Add the rows settled in (hours mark, until] and taken since the oldest hour kept to their hours;
+    drop the older hours. Returns how many hours changed."""
+    if connection.vendor != "postgresql":  # the embedded SQLite reads every window exact (console.measures)
+        return 0
+    mark = _locked_mark(HOURS_MARK)
+    if until <= mark.taken_at:
+        return 0
+    keep_from = hour_start(now - HOURLY_SPAN)
+    params: dict[str, object] = {"after": sql.ts(mark.taken_at), "until": sql.ts(until), "keep": sql.ts(keep_from)}
+    found: dict[tuple[str, str, dt.datetime], dict[int, int]] = {}
+    for group in groups():
+        where = f"{group.settled} > %(after)s AND {group.settled} <= %(until)s AND {group.at} >= %(keep)s"
+        for (measure, tenant, hour), counts in bucket_counts(group, [where], params, by_hour=True).items():
+            found[(str(measure), tenant, dt.datetime.fromtimestamp(hour, dt.timezone.utc))] = counts
+    if found:
+        earliest = min(hour for _, _, hour in found)
+        existing = {(row.measure, row.tenant, row.hour): row
+                    for row in MeasureHour.objects.select_for_update().filter(hour__gte=earliest)}
+        changed, new = [], []
+        for key, counts in found.items():
+            row = existing.get(key)
+            if row is None:
+                new.append(MeasureHour(measure=key[0], tenant=key[1], hour=key[2],
+                                       counts={str(k): n for k, n in sorted(counts.items())}))
+                continue
+            merged = dict(row.counts)
+            for k, n in counts.items():
+                merged[str(k)] = merged.get(str(k), 0) + n
+            row.counts = merged
+            changed.append(row)
+        MeasureHour.objects.bulk_create(new, batch_size=1000)
+        MeasureHour.objects.bulk_update(changed, ["counts"], batch_size=1000)
+    MeasureHour.objects.filter(hour__lt=keep_from).delete()
+    mark.taken_at = until
+    mark.save(update_fields=["taken_at"])
+    return len(found)
 
 
 class TotalsFolder:
@@ -36,6 +86,7 @@ class TotalsFolder:
         with transaction.atomic():
             mark = _locked_mark()
             if until <= mark.taken_at:
+                _fold_hours(now, until)
                 return 0
             changed = 0
             for group in groups():
@@ -47,6 +98,7 @@ class TotalsFolder:
                     changed += 1
             mark.taken_at = until
             mark.save(update_fields=["taken_at"])
+            _fold_hours(now, until)
         return changed
 
 
