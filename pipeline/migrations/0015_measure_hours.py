@@ -1,5 +1,6 @@
 """The hourly histograms of the measures the dashboard's wide windows read their percentiles from
-(MeasureHour, folded by the sweeper), and the index of the attempts not ended yet (not folded)."""
+(MeasureHour, folded by the sweeper), the index of the attempts not ended yet (not folded), and the
+metric samples' indexes carrying their values (a series is read from the index alone)."""
 
 
 from django.db import migrations, models
@@ -22,9 +23,25 @@ class Migration(migrations.Migration):
                 ('counts', models.JSONField(default=dict)),
             ],
         ),
+        migrations.RemoveIndex(
+            model_name='metricsample',
+            name='metricsample_metric_at',
+        ),
+        migrations.RemoveIndex(
+            model_name='metricsample',
+            name='metricsample_tenant_at',
+        ),
         migrations.AddIndex(
             model_name='attempt',
             index=models.Index(condition=models.Q(('ended_at__isnull', True)), fields=['leased_at'], name='attempt_open'),
+        ),
+        migrations.AddIndex(
+            model_name='metricsample',
+            index=models.Index(fields=['metric', 'sampled_at'], include=('tenant', 'label', 'value'), name='metricsample_metric_at_v'),
+        ),
+        migrations.AddIndex(
+            model_name='metricsample',
+            index=models.Index(fields=['tenant', 'metric', 'sampled_at'], include=('label', 'value'), name='metricsample_tenant_at_v'),
         ),
         migrations.AddIndex(
             model_name='measurehour',
