@@ -6,8 +6,8 @@ Each measure is its own number: a queue wait never includes the extraction, an i
 the queue or the review, a review wait never the machine's time.
 
 The wide windows (``ESTIMATED``: 24 h, 7 d) are estimates on PostgreSQL: read from the hourly
-histograms the sweeper folds (``MeasureHour``) plus the rows not folded yet and the window's first,
-partial hour read row by row, so they count exactly the window's rows, and each percentile is within
+histograms the sweeper folds (``MeasureHour``) plus the rows not folded yet and the window's first
+and last, partial hours read row by row, so they count exactly the window's rows, and each percentile is within
 ``RESOLUTION`` (5 %) of the exact ``percentile_cont`` of those rows (or within ``FLOOR``, 0.1 ms, when
 it is at most that). Sorting a week of attempts (~190,000 at a million jobs) took half a second; the
 hours are a few thousand rows. The last hour is exact (a few hundred rows to sort).
@@ -157,12 +157,16 @@ def estimated_percentiles(
     now: dt.datetime, window: dt.timedelta, tenants: frozenset[str] | None, measures: Iterable[Measure] = Measure,
 ) -> dict[Measure, dict[str, Percentiles]]:
     """p50/p95/p99 and the exact count of each of ``measures`` per tenant over (now - window, now], from
-    the whole hours after the window's start (``MeasureHour``, folded up to the hours mark) plus, row by
-    row, the rows of the first, partial hour and the rows in the whole hours not folded yet (settled
-    after the mark, or not settled): each row of the window counted once. PostgreSQL only."""
+    the whole hours of the window (``MeasureHour``, folded up to the hours mark) plus, row by row, the
+    rows of its first and last, partial hours and the rows in the whole hours not folded yet (settled
+    after the mark, or not settled): each row of the window counted once. PostgreSQL; ``window`` at
+    least an hour."""
+    if window < HOUR:
+        raise ValueError("an estimated window spans an hour at least")
     asked = list(measures)
     since = now - window
-    first = hour_start(since) + HOUR  # the first whole hour in the window: [first, ...) after since
+    first = hour_start(since) + HOUR  # the whole hours of the window: [first, last), after since, before now
+    last = hour_start(now)
     counts: dict[tuple[Measure, str], dict[int, int]] = {}
 
     def add(measure: Measure, tenant: str, found: dict) -> None:
@@ -176,23 +180,24 @@ def estimated_percentiles(
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         mark = SweepTurn.objects.filter(name=HOURS_MARK).values_list("taken_at", flat=True).first() or EPOCH
-        hours = MeasureHour.objects.filter(hour__gte=first, hour__lte=now, measure__in=[str(m) for m in asked])
+        hours = MeasureHour.objects.filter(hour__gte=first, hour__lt=last, measure__in=[str(m) for m in asked])
         if tenants is not None:
             hours = hours.filter(tenant__in=sorted(tenants))
         for measure, tenant, found in hours.values_list("measure", "tenant", "counts"):
             add(Measure(measure), tenant, found)
         params: dict[str, object] = {"since": sql.ts(since), "now": sql.ts(now), "first": sql.ts(first),
-                                     "mark": sql.ts(mark)}
+                                     "last": sql.ts(last), "mark": sql.ts(mark)}
         scope = _tenant_filter(tenants, params)
         for group in groups():
             wanted = [m for m in asked if m in group.values]
             if not wanted:
                 continue
             at, settled = group.at, group.settled
-            wheres = [  # disjoint: before the first whole hour; after it, settled after the mark; not settled
+            wheres = [  # disjoint: before the whole hours; in them, settled after the mark or not settled; after them
                 f"{at} > %(since)s AND {at} < %(first)s{scope}",
-                f"{at} >= %(first)s AND {at} <= %(now)s AND {settled} > %(mark)s{scope}",
-                f"{at} >= %(first)s AND {at} <= %(now)s AND {settled} IS NULL{scope}",
+                f"{at} >= %(first)s AND {at} < %(last)s AND {settled} > %(mark)s{scope}",
+                f"{at} >= %(first)s AND {at} < %(last)s AND {settled} IS NULL{scope}",
+                f"{at} >= %(last)s AND {at} <= %(now)s{scope}",
             ]
             for (measure, tenant, _), found in bucket_counts(group, wheres, params, False, wanted).items():
                 add(measure, tenant, found)
