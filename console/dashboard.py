@@ -28,7 +28,8 @@ from console.measures import LABELS, Measure, Percentiles
 from dlq.models import ReprocessRefusal
 from pipeline import sql
 from pipeline.clock import seconds_since
-from pipeline.models import CLAIMABLE_FROM, DeadLetter, Job, Metric, OutboxEvent
+from pipeline.maintenance import totals
+from pipeline.models import CLAIMABLE_FROM, DeadLetter, Job, Metric, OutboxEvent, SweepTurn
 from pipeline.states import LIVE_STATUSES, JobStatus
 
 POINTS = 120  # at most this many points per series, whatever the window
@@ -87,6 +88,33 @@ def _depth_series(since: dt.datetime, tenants: frozenset[str] | None, step: int)
     return {name: _points(rows, name) for name in ("queued", "leased", "due")}
 
 
+def _from_slots(metric: Metric, step: int) -> bool:
+    """Whether ``metric``'s points of ``step`` seconds are read from the rolled-up slots: each point is
+    whole slots (PostgreSQL, a metric the slots serve exactly)."""
+    return connection.vendor == "postgresql" and str(metric) in totals.ROLLED and step % totals.SLOT == 0
+
+
+SLOT_COLUMN = {"SUM": "total", "MAX": "high", "MIN": "low"}
+
+
+def _slotted(since: dt.datetime, step: int, per_point: str, scoped: str, params: dict[str, Any]) -> str:
+    """The points from the slots over by the slots mark, after the window's first, partial slot; the
+    samples of that first slot and those after the mark are read as they are. Every sample of the window
+    counted once: (since, first) and [max(first, mark), ...) from the samples, [first, mark) from slots."""
+    first = totals.slot_start(since) + dt.timedelta(seconds=totals.SLOT)
+    mark = SweepTurn.objects.filter(name=totals.SLOTS_MARK).values_list("taken_at", flat=True).first() or totals.EPOCH
+    params.update({"first": sql.ts(first), "mark": sql.ts(mark)})
+    slot_point = f"EXTRACT(EPOCH FROM date_bin('{step} seconds', slot, 'epoch'))::bigint"
+    return (
+        f"SELECT label, b, {per_point}(v) AS v FROM ("
+        f"SELECT label, {slot_point} AS b, {per_point}({SLOT_COLUMN[per_point]}) AS v FROM pipeline_metricslot "
+        f"WHERE metric = %(metric)s AND slot >= %(first)s AND slot < %(mark)s{scoped} GROUP BY label, b "
+        f"UNION ALL SELECT label, {_bucket(step)} AS b, {per_point}(value) AS v FROM pipeline_metricsample "
+        f"WHERE metric = %(metric)s AND sampled_at > %(since)s{scoped} "
+        f"AND (sampled_at < %(first)s OR sampled_at >= GREATEST(%(first)s, %(mark)s)) GROUP BY label, b"
+        f") AS parts GROUP BY label, b ORDER BY label, b")
+
+
 def _sampled(metric: Metric, since: dt.datetime, tenants: frozenset[str] | None, step: int, *, per_label: str,
              per_point: str, scale: float = 1.0) -> dict[str, list[list[float]]]:
     """label -> points of ``metric``: summed over tenants per sample (``per_label``: how the labels'
@@ -94,7 +122,9 @@ def _sampled(metric: Metric, since: dt.datetime, tenants: frozenset[str] | None,
     params: dict[str, Any] = {"since": sql.ts(since), "metric": str(metric)}
     scoped = "" if metric == Metric.DRAINS_ALIVE else _in_tenants(tenants, params)
     rows = f"FROM pipeline_metricsample WHERE metric = %(metric)s AND sampled_at > %(since)s{scoped}"
-    if per_label == per_point:  # a sum of sums is a sum (a max of maxima a max): one grouping, not two
+    if _from_slots(metric, step):
+        statement = _slotted(since, step, per_point, scoped, params)
+    elif per_label == per_point:  # a sum of sums is a sum (a max of maxima a max): one grouping, not two
         statement = f"SELECT label, {_bucket(step)} AS b, {per_point}(value) AS v {rows} GROUP BY label, b ORDER BY label, b"
     else:
         statement = (f"SELECT label, b, {per_point}(v) AS v FROM (SELECT label, {_bucket(step)} AS b, "

@@ -460,6 +460,26 @@ class MetricSample(models.Model):
         ]
 
 
+class MetricSlot(models.Model):
+    """Twelve minutes (``maintenance.totals.SLOT``) of one sampled metric for one tenant and label: the
+    sum, highest and lowest of its samples, rolled up by the sweeper once the slot is over, so the
+    dashboard's wide windows read a slot instead of its twelve samples. Pruned with the samples."""
+
+    metric = models.CharField(max_length=32, choices=Metric.choices)
+    tenant = models.CharField(max_length=33, blank=True, default="")
+    label = models.CharField(max_length=100, blank=True, default="")
+    slot = models.DateTimeField()  # the slot's start (a multiple of 12 minutes since the epoch)
+    total = models.FloatField()
+    high = models.FloatField()
+    low = models.FloatField()
+    samples = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["metric", "tenant", "label", "slot"], name="metricslot_key")]
+        indexes = [models.Index(fields=["metric", "slot"], name="metricslot_metric_slot",
+                                include=["tenant", "label", "total", "high", "low"])]
+
+
 class DeadLetter(models.Model):
     """A job that failed for good. Holds a reason code and the last error code, never error text.
 

@@ -10,21 +10,30 @@ adds the rows settled after the mark, read in the same snapshot as the totals (`
 The same fold, under its own mark (``HOURS_MARK``), adds each settled row to the hourly histogram of
 its measure, tenant and the hour it was taken in (``MeasureHour``), for rows taken within
 ``HOURLY_SPAN``, and drops the hours older than that: the dashboard's wide windows read their
-percentiles from these hours plus the rows not folded yet (``console.measures``).
+percentiles from these hours plus the rows not folded yet (``console.measures``). And, under a third
+mark, it rolls the metric samples of each twelve minutes over into a ``MetricSlot`` per metric, tenant
+and label once the slot is over (and settled): the wide windows' series read slots, not samples.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from pipeline import sql
 from pipeline.measures import HOURLY_SPAN, Histogram, Measure, bucket_counts, groups, histograms
-from pipeline.models import MeasureHour, MeasureTotal, SweepTurn
+from pipeline.models import MeasureHour, MeasureTotal, MetricSlot, SweepTurn
 
 MARK = "measure_totals"
 HOURS_MARK = "measure_hours"
+SLOTS_MARK = "metric_slots"
+SLOT = 720  # seconds: a point of the 24 h window, a seventh of the 7 d window's
+# The metrics a slot serves exactly: their points combine the samples by sum (throughput, refusals) or
+# maximum (outbox lag), or by minimum over one row per label and instant (drains alive per node). Dead
+# letters (a sum over tenants, then the highest) and the queue depth are read from their samples.
+ROLLED = ("finished_per_minute", "reprocess_refusals", "outbox_lag_seconds", "drains_alive")
 SETTLE = dt.timedelta(minutes=2)
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -36,6 +45,38 @@ def _locked_mark(name: str = MARK) -> SweepTurn:
 
 def hour_start(at: dt.datetime) -> dt.datetime:
     return at.astimezone(dt.timezone.utc).replace(minute=0, second=0, microsecond=0)
+
+
+def slot_start(at: dt.datetime) -> dt.datetime:
+    seconds = int(at.timestamp()) // SLOT * SLOT
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+
+
+ROLL_UP = f"""
+INSERT INTO pipeline_metricslot (metric, tenant, label, slot, total, high, low, samples)
+SELECT metric, tenant, label, date_bin('{SLOT} seconds', sampled_at, 'epoch'), SUM(value), MAX(value), MIN(value), COUNT(*)
+FROM pipeline_metricsample WHERE metric IN ({", ".join(f"'{m}'" for m in ROLLED)})
+  AND sampled_at >= %(after)s AND sampled_at < %(until)s GROUP BY 1, 2, 3, 4
+"""
+
+
+def _fold_slots(now: dt.datetime, until: dt.datetime) -> int:
+    """Roll the samples of the slots over by ``until`` (since the slots mark) into ``MetricSlot``, each
+    slot once, whole; drop the slots the samples' retention dropped. Returns the rows written."""
+    if connection.vendor != "postgresql":  # the embedded SQLite draws every window from the samples
+        return 0
+    mark = _locked_mark(SLOTS_MARK)
+    end = slot_start(until)
+    if end <= mark.taken_at:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(ROLL_UP, {"after": mark.taken_at, "until": end})
+        written = cursor.rowcount
+    retention = dt.timedelta(days=settings.RELAYOPS["METRIC_SAMPLE_RETENTION_DAYS"])
+    MetricSlot.objects.filter(slot__lt=now - retention - dt.timedelta(seconds=SLOT)).delete()
+    mark.taken_at = end
+    mark.save(update_fields=["taken_at"])
+    return written
 
 
 def _fold_hours(now: dt.datetime, until: dt.datetime) -> int:
@@ -87,6 +128,7 @@ class TotalsFolder:
             mark = _locked_mark()
             if until <= mark.taken_at:
                 _fold_hours(now, until)
+                _fold_slots(now, until)
                 return 0
             changed = 0
             for group in groups():
@@ -99,6 +141,7 @@ class TotalsFolder:
             mark.taken_at = until
             mark.save(update_fields=["taken_at"])
             _fold_hours(now, until)
+            _fold_slots(now, until)
         return changed
 
 

@@ -1,6 +1,7 @@
 """The hourly histograms of the measures the dashboard's wide windows read their percentiles from
-(MeasureHour, folded by the sweeper), the index of the attempts not ended yet (not folded), and the
-metric samples' indexes carrying their values (a series is read from the index alone)."""
+(MeasureHour) and the twelve-minute slots of the metric samples their series read (MetricSlot), both
+folded by the sweeper; the index of the attempts not ended yet (not folded); and the metric samples'
+indexes carrying their values (a window of samples is read from the index alone)."""
 
 
 from django.db import migrations, models
@@ -21,6 +22,20 @@ class Migration(migrations.Migration):
                 ('tenant', models.CharField(max_length=33)),
                 ('hour', models.DateTimeField()),
                 ('counts', models.JSONField(default=dict)),
+            ],
+        ),
+        migrations.CreateModel(
+            name='MetricSlot',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('metric', models.CharField(choices=[('finished_per_minute', 'Finished Per Minute'), ('dead_letters', 'Dead Letters'), ('outbox_lag_seconds', 'Outbox Lag Seconds'), ('reprocess_refusals', 'Reprocess Refusals'), ('drains_alive', 'Drains Alive')], max_length=32)),
+                ('tenant', models.CharField(blank=True, default='', max_length=33)),
+                ('label', models.CharField(blank=True, default='', max_length=100)),
+                ('slot', models.DateTimeField()),
+                ('total', models.FloatField()),
+                ('high', models.FloatField()),
+                ('low', models.FloatField()),
+                ('samples', models.PositiveIntegerField()),
             ],
         ),
         migrations.RemoveIndex(
@@ -50,5 +65,13 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name='measurehour',
             constraint=models.UniqueConstraint(fields=('measure', 'tenant', 'hour'), name='measurehour_key'),
+        ),
+        migrations.AddIndex(
+            model_name='metricslot',
+            index=models.Index(fields=['metric', 'slot'], include=('tenant', 'label', 'total', 'high', 'low'), name='metricslot_metric_slot'),
+        ),
+        migrations.AddConstraint(
+            model_name='metricslot',
+            constraint=models.UniqueConstraint(fields=('metric', 'tenant', 'label', 'slot'), name='metricslot_key'),
         ),
     ]
