@@ -412,6 +412,19 @@ class MeasureTotal(models.Model):
         constraints = [models.UniqueConstraint(fields=["measure", "tenant"], name="measuretotal_measure_tenant")]
 
 
+class JobTotal(models.Model):
+    """How many of one tenant's jobs ended in one terminal status (a job never leaves one, and jobs are
+    never deleted), counted up to the job totals' fold mark by the sweeper (``maintenance.totals``):
+    ``/metrics`` reads these plus the jobs finished since, instead of counting every job."""
+
+    tenant = models.CharField(max_length=33)
+    status = models.CharField(max_length=16)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "status"], name="jobtotal_tenant_status")]
+
+
 class MeasureHour(models.Model):
     """One hour of one measure for one tenant, as a histogram (``pipeline.measures.bucket_sql``:
     log-spaced buckets, each value within ``RESOLUTION`` of its bucket's): the observations taken

@@ -12,7 +12,9 @@ its measure, tenant and the hour it was taken in (``MeasureHour``), for rows tak
 ``HOURLY_SPAN``, and drops the hours older than that: the dashboard's wide windows read their
 percentiles from these hours plus the rows not folded yet (``console.measures``). And, under a third
 mark, it rolls the metric samples of each twelve minutes over into a ``MetricSlot`` per metric, tenant
-and label once the slot is over (and settled): the wide windows' series read slots, not samples.
+and label once the slot is over (and settled): the wide windows' series read slots, not samples. A
+fourth mark counts the jobs finished (a terminal status is final, jobs are never deleted) into
+``JobTotal``: ``/metrics`` counts the jobs by status from these, the jobs finished since and the live ones.
 """
 
 from __future__ import annotations
@@ -21,14 +23,17 @@ import datetime as dt
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Count, Q
 
 from pipeline import sql
 from pipeline.measures import HOURLY_SPAN, Histogram, Measure, bucket_counts, groups, histograms
-from pipeline.models import MeasureHour, MeasureTotal, MetricSlot, SweepTurn
+from pipeline.models import Job, JobTotal, MeasureHour, MeasureTotal, MetricSlot, SweepTurn
+from pipeline.states import LIVE_STATUSES
 
 MARK = "measure_totals"
 HOURS_MARK = "measure_hours"
 SLOTS_MARK = "metric_slots"
+JOBS_MARK = "job_totals"
 SLOT = 720  # seconds: a point of the 24 h window, a seventh of the 7 d window's
 # The metrics a slot serves exactly: their points combine the samples by sum (throughput, refusals) or
 # maximum (outbox lag), or by minimum over one row per label and instant (drains alive per node). Dead
@@ -58,6 +63,41 @@ SELECT metric, tenant, label, date_bin('{SLOT} seconds', sampled_at, 'epoch'), S
 FROM pipeline_metricsample WHERE metric IN ({", ".join(f"'{m}'" for m in ROLLED)})
   AND sampled_at >= %(after)s AND sampled_at < %(until)s GROUP BY 1, 2, 3, 4
 """
+
+
+def _fold_jobs(until: dt.datetime) -> int:
+    """Count the jobs that finished in (jobs mark, until] into ``JobTotal``. Returns the totals changed."""
+    mark = _locked_mark(JOBS_MARK)
+    if until <= mark.taken_at:
+        return 0
+    ended = (Job.objects.filter(finished_at__gt=mark.taken_at, finished_at__lte=until)
+             .values("tenant", "status").annotate(n=Count("pk")).order_by())
+    changed = 0
+    for row in ended:
+        total, _ = JobTotal.objects.select_for_update().get_or_create(tenant=row["tenant"], status=row["status"])
+        total.count += row["n"]
+        total.save(update_fields=["count"])
+        changed += 1
+    mark.taken_at = until
+    mark.save(update_fields=["taken_at"])
+    return changed
+
+
+def job_counts() -> dict[tuple[str, str], int]:
+    """(tenant, status) -> jobs now: the terminal ones from the totals plus those finished after their
+    mark, the live ones counted, in one snapshot (a fold meanwhile neither hides nor repeats a job)."""
+    repeatable = connection.vendor == "postgresql" and not connection.in_atomic_block
+    with transaction.atomic():
+        if repeatable:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        mark = SweepTurn.objects.filter(name=JOBS_MARK).values_list("taken_at", flat=True).first() or EPOCH
+        found = {(t.tenant, t.status): t.count for t in JobTotal.objects.all()}
+        recent = Job.objects.filter(Q(finished_at__gt=mark) | Q(status__in=LIVE_STATUSES))
+        for row in recent.values("tenant", "status").annotate(n=Count("pk")).order_by():
+            key = (row["tenant"], row["status"])
+            found[key] = found.get(key, 0) + row["n"]
+    return dict(sorted((key, n) for key, n in found.items() if n))
 
 
 def _fold_slots(now: dt.datetime, until: dt.datetime) -> int:
@@ -129,6 +169,7 @@ class TotalsFolder:
             if until <= mark.taken_at:
                 _fold_hours(now, until)
                 _fold_slots(now, until)
+                _fold_jobs(until)
                 return 0
             changed = 0
             for group in groups():
@@ -142,6 +183,7 @@ class TotalsFolder:
             mark.save(update_fields=["taken_at"])
             _fold_hours(now, until)
             _fold_slots(now, until)
+            _fold_jobs(until)
         return changed
 
 

@@ -1,7 +1,8 @@
 """The hourly histograms of the measures the dashboard's wide windows read their percentiles from
-(MeasureHour) and the twelve-minute slots of the metric samples their series read (MetricSlot), both
-folded by the sweeper; the index of the attempts not ended yet (not folded); and the metric samples'
-indexes carrying their values (a window of samples is read from the index alone)."""
+(MeasureHour), the twelve-minute slots of the metric samples their series read (MetricSlot) and the
+finished jobs' counts /metrics reads (JobTotal), all folded by the sweeper; the index of the attempts
+not ended yet (not folded); the metric samples' indexes carrying their values (a window of samples is
+read from the index alone)."""
 
 
 from django.db import migrations, models
@@ -14,6 +15,15 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.CreateModel(
+            name='JobTotal',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('tenant', models.CharField(max_length=33)),
+                ('status', models.CharField(max_length=16)),
+                ('count', models.BigIntegerField(default=0)),
+            ],
+        ),
         migrations.CreateModel(
             name='MeasureHour',
             fields=[
@@ -57,6 +67,10 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='metricsample',
             index=models.Index(fields=['tenant', 'metric', 'sampled_at'], include=('label', 'value'), name='metricsample_tenant_at_v'),
+        ),
+        migrations.AddConstraint(
+            model_name='jobtotal',
+            constraint=models.UniqueConstraint(fields=('tenant', 'status'), name='jobtotal_tenant_status'),
         ),
         migrations.AddIndex(
             model_name='measurehour',
