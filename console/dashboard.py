@@ -234,7 +234,8 @@ def _over_window(now: dt.datetime, name: str, tenants: frozenset[str] | None) ->
 def _window_part(now: dt.datetime, name: str, tenants: frozenset[str] | None) -> dict[str, Any]:
     """``_over_window``, kept ``DASHBOARD_CACHE_SECONDS`` in this process's cache for the wide windows
     (their points are 12 and 84 minutes wide: a few seconds' staleness never shows, and a refresh every
-    5 s would otherwise re-read a week of rows). The last hour is always read afresh."""
+    5 s from each open page need not re-read the folded hours and slots). The last hour is always read
+    afresh."""
     seconds = settings.RELAYOPS["DASHBOARD_CACHE_SECONDS"]
     if name == measures.DEFAULT_WINDOW or seconds <= 0:
         return _over_window(now, name, tenants)
