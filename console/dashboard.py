@@ -2,7 +2,8 @@
 (queue depth, throughput, dead letters by reason, outbox lag, drains alive per node, reprocess refusals)
 from the sampled tables, and the numbers beside them from the live tables (current depth and oldest
 live job per tenant, p50/p95/p99 of each measure per tenant, dead letters by reason, outbox lag, nodes
-and their drains, the oldest due job).
+and their drains, the oldest due job). The wide windows' percentiles are estimates from hourly
+histograms, within 5 % of the exact ones; ``percentiles_basis`` (and a column of the table) says which.
 
 Tenant-scoped: ``tenants`` None is a superuser (every tenant), a set an operator's or auditor's tenants.
 Drains and nodes serve every tenant and carry no tenant data: everyone sees them.
@@ -27,7 +28,8 @@ from console.measures import LABELS, Measure, Percentiles
 from dlq.models import ReprocessRefusal
 from pipeline import sql
 from pipeline.clock import seconds_since
-from pipeline.models import CLAIMABLE_FROM, DeadLetter, Job, Metric, OutboxEvent
+from pipeline.maintenance import totals
+from pipeline.models import CLAIMABLE_FROM, DeadLetter, Job, Metric, OutboxEvent, SweepTurn
 from pipeline.states import LIVE_STATUSES, JobStatus
 
 POINTS = 120  # at most this many points per series, whatever the window
@@ -56,8 +58,8 @@ def _step(window: dt.timedelta) -> int:
 
 def _bucket(step: int) -> str:
     """The SQL of a sample's point: its time in epoch seconds, floored to ``step``."""
-    if connection.vendor == "postgresql":
-        return f"(FLOOR(EXTRACT(EPOCH FROM sampled_at) / {step}) * {step})::bigint"
+    if connection.vendor == "postgresql":  # timestamp arithmetic: EXTRACT's numeric division is slow per row
+        return f"EXTRACT(EPOCH FROM date_bin('{step} seconds', sampled_at, 'epoch'))::bigint"
     return f"(CAST(strftime('%%s', sampled_at) AS INTEGER) / {step} * {step})"  # %% : a literal % beside params
 
 
@@ -86,17 +88,48 @@ def _depth_series(since: dt.datetime, tenants: frozenset[str] | None, step: int)
     return {name: _points(rows, name) for name in ("queued", "leased", "due")}
 
 
+def _from_slots(metric: Metric, step: int) -> bool:
+    """Whether ``metric``'s points of ``step`` seconds are read from the rolled-up slots: each point is
+    whole slots (PostgreSQL, a metric the slots serve exactly)."""
+    return connection.vendor == "postgresql" and str(metric) in totals.ROLLED and step % totals.SLOT == 0
+
+
+SLOT_COLUMN = {"SUM": "total", "MAX": "high", "MIN": "low"}
+
+
+def _slotted(since: dt.datetime, step: int, per_point: str, scoped: str, params: dict[str, Any]) -> str:
+    """The points from the slots over by the slots mark, after the window's first, partial slot; the
+    samples of that first slot and those after the mark are read as they are. Every sample of the window
+    counted once: (since, first) and [max(first, mark), ...) from the samples, [first, mark) from slots."""
+    first = totals.slot_start(since) + dt.timedelta(seconds=totals.SLOT)
+    mark = SweepTurn.objects.filter(name=totals.SLOTS_MARK).values_list("taken_at", flat=True).first() or totals.EPOCH
+    params.update({"first": sql.ts(first), "mark": sql.ts(mark)})
+    slot_point = f"EXTRACT(EPOCH FROM date_bin('{step} seconds', slot, 'epoch'))::bigint"
+    return (
+        f"SELECT label, b, {per_point}(v) AS v FROM ("
+        f"SELECT label, {slot_point} AS b, {per_point}({SLOT_COLUMN[per_point]}) AS v FROM pipeline_metricslot "
+        f"WHERE metric = %(metric)s AND slot >= %(first)s AND slot < %(mark)s{scoped} GROUP BY label, b "
+        f"UNION ALL SELECT label, {_bucket(step)} AS b, {per_point}(value) AS v FROM pipeline_metricsample "
+        f"WHERE metric = %(metric)s AND sampled_at > %(since)s{scoped} "
+        f"AND (sampled_at < %(first)s OR sampled_at >= GREATEST(%(first)s, %(mark)s)) GROUP BY label, b"
+        f") AS parts GROUP BY label, b ORDER BY label, b")
+
+
 def _sampled(metric: Metric, since: dt.datetime, tenants: frozenset[str] | None, step: int, *, per_label: str,
              per_point: str, scale: float = 1.0) -> dict[str, list[list[float]]]:
     """label -> points of ``metric``: summed over tenants per sample (``per_label``: how the labels'
     rows of one instant combine), then ``per_point`` over the samples of each point, in the database."""
     params: dict[str, Any] = {"since": sql.ts(since), "metric": str(metric)}
     scoped = "" if metric == Metric.DRAINS_ALIVE else _in_tenants(tenants, params)
-    statement = (
-        f"SELECT label, b, {per_point}(v) AS v FROM ("
-        f"SELECT label, {_bucket(step)} AS b, {per_label}(value) AS v FROM pipeline_metricsample "
-        f"WHERE metric = %(metric)s AND sampled_at > %(since)s{scoped} GROUP BY label, sampled_at) AS instants "
-        f"GROUP BY label, b ORDER BY label, b")
+    rows = f"FROM pipeline_metricsample WHERE metric = %(metric)s AND sampled_at > %(since)s{scoped}"
+    if _from_slots(metric, step):
+        statement = _slotted(since, step, per_point, scoped, params)
+    elif per_label == per_point:  # a sum of sums is a sum (a max of maxima a max): one grouping, not two
+        statement = f"SELECT label, {_bucket(step)} AS b, {per_point}(value) AS v {rows} GROUP BY label, b ORDER BY label, b"
+    else:
+        statement = (f"SELECT label, b, {per_point}(v) AS v FROM (SELECT label, {_bucket(step)} AS b, "
+                     f"{per_label}(value) AS v {rows} GROUP BY label, sampled_at) AS instants "
+                     f"GROUP BY label, b ORDER BY label, b")
     series: dict[str, list[list[float]]] = defaultdict(list)
     for row in sql.fetch(statement, params):
         series[row["label"]].append([int(row["b"]), round(float(row["v"]) * scale, 3)])
@@ -181,7 +214,8 @@ def _over_window(now: dt.datetime, name: str, tenants: frozenset[str] | None) ->
     since, step = now - window, _step(window)
     return {
         "series_at": _epoch(now), "step_seconds": step,
-        "percentiles": _percentile_rows(measures.all_percentiles(now, window, tenants)),
+        "percentiles": _percentile_rows(measures.window_percentiles(now, name, tenants)),
+        "percentiles_basis": measures.basis(name),
         "series": {
             "depth": _depth_series(since, tenants, step),
             # jobs finished per minute: a point's finished jobs (per-minute samples summed) over its minutes
@@ -200,7 +234,8 @@ def _over_window(now: dt.datetime, name: str, tenants: frozenset[str] | None) ->
 def _window_part(now: dt.datetime, name: str, tenants: frozenset[str] | None) -> dict[str, Any]:
     """``_over_window``, kept ``DASHBOARD_CACHE_SECONDS`` in this process's cache for the wide windows
     (their points are 12 and 84 minutes wide: a few seconds' staleness never shows, and a refresh every
-    5 s would otherwise re-read a week of rows). The last hour is always read afresh."""
+    5 s from each open page need not re-read the folded hours and slots). The last hour is always read
+    afresh."""
     seconds = settings.RELAYOPS["DASHBOARD_CACHE_SECONDS"]
     if name == measures.DEFAULT_WINDOW or seconds <= 0:
         return _over_window(now, name, tenants)
@@ -259,9 +294,9 @@ def tables(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
                            for r in data["tenants"]]},
         "throughput": {"columns": ["outcome", "finished per minute (latest point)"],
                        "rows": [[outcome, f"{rate:.3f}"] for outcome, rate in sorted(throughput.items())]},
-        "percentiles": {"columns": ["measure", "tenant", "count", "p50", "p95", "p99"],
-                        "rows": [[r["label"], r["tenant"], str(r["count"]), _s(r["p50"]), _s(r["p95"]), _s(r["p99"])]
-                                 for r in data["percentiles"]]},
+        "percentiles": {"columns": ["measure", "tenant", "count", "p50", "p95", "p99", "percentiles"],
+                        "rows": [[r["label"], r["tenant"], str(r["count"]), _s(r["p50"]), _s(r["p95"]), _s(r["p99"]),
+                                  data["percentiles_basis"]["text"]] for r in data["percentiles"]]},
         "dead_letters": {"columns": ["reason", "dead letters"],
                          "rows": [[r["reason"], str(r["count"])] for r in data["dead_letters"]]},
         "outbox": {"columns": ["measure", "now"],

@@ -9,7 +9,8 @@ numbers whichever one Prometheus reaches. Counters are totals over rows that are
 (jobs, dead letters, refusals); the histograms are the running totals the sweeper folds the ended
 attempts and decided reviews into (``MeasureTotal``), plus those settled since its last fold, read in
 one snapshot. All only grow, as Prometheus expects. The histograms cost a scrape a few rows per tenant
-whatever the history; the job counts read the (tenant, status) index of every job.
+whatever the history; the job counts too: the sweeper counts the finished jobs into ``JobTotal`` under a
+fold mark, and a scrape adds the jobs finished since and the live ones, in one snapshot.
 
 Tenant is a label; a document id, an idempotency key or any content never is. Nodes are labels of
 ``relayops_drains_alive`` only.
@@ -78,10 +79,10 @@ class DatabaseCollector(Collector):
         jobs = GaugeMetricFamily("relayops_jobs", "Jobs by tenant and status, now.", labels=["tenant", "status"])
         finished = CounterMetricFamily("relayops_jobs_finished", "Jobs finished, by tenant and outcome.",
                                        labels=["tenant", "outcome"])
-        for row in Job.objects.values("tenant", "status").annotate(n=Count("pk")).order_by("tenant", "status"):
-            jobs.add_metric([row["tenant"], row["status"]], row["n"])
-            if row["status"] in TERMINAL_STATUSES:
-                finished.add_metric([row["tenant"], row["status"]], row["n"])
+        for (tenant, status), n in totals.job_counts().items():
+            jobs.add_metric([tenant, status], n)
+            if status in TERMINAL_STATUSES:
+                finished.add_metric([tenant, status], n)
         yield jobs
         yield finished
         age = GaugeMetricFamily("relayops_oldest_live_job_age_seconds",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -115,4 +116,52 @@ def histograms(group: Group, settled_after: dt.datetime | None,
                 found[(measure, row["tenant"])] = Histogram(
                     int(row[f"n{i}"]), float(row[f"s{i}"]),
                     [int(row[f"b{i}_{j}"]) for j in range(len(BOUNDS[measure]))])
+    return found
+
+
+# The hourly histograms (``MeasureHour``) the dashboard's wide windows read their percentiles from:
+# log-spaced buckets, so any value is within RESOLUTION of its bucket's value (relative), or within
+# FLOOR seconds when it is at most FLOOR (bucket 0, read as 0). Bucket k >= 1 holds (FLOOR g^(k-1), FLOOR g^k].
+RESOLUTION = 0.05
+FLOOR = 0.0001
+GAMMA = (1 + RESOLUTION) / (1 - RESOLUTION)
+HOURLY_SPAN = dt.timedelta(days=7, hours=1)  # hours kept: the widest window plus its first, partial hour
+
+
+def bucket_sql(value: str) -> str:
+    """SQL: the bucket of ``value`` (seconds), NULL when it is."""
+    return (f"CASE WHEN {value} <= {FLOOR!r} THEN 0 "
+            f"ELSE CAST(CEIL(LN({value} / {FLOOR!r}) / {math.log(GAMMA)!r}) AS INTEGER) END")
+
+
+def bucket_value(k: int) -> float:
+    """The value a bucket stands for: within RESOLUTION of every value it holds (FLOOR for bucket 0)."""
+    return 0.0 if k <= 0 else FLOOR * 2 * GAMMA**k / (GAMMA + 1)
+
+
+def hour_sql(at: str) -> str:
+    """SQL: the hour of ``at``, as epoch seconds (a multiple of 3600)."""
+    if connection.vendor == "postgresql":
+        return f"(FLOOR(EXTRACT(EPOCH FROM {at}) / 3600) * 3600)::bigint"
+    return f"(CAST(strftime('%%s', {at}) AS INTEGER) / 3600 * 3600)"
+
+
+def bucket_counts(group: Group, wheres: Sequence[str], params: dict[str, object], by_hour: bool,
+                  measures: Sequence[Measure] | None = None) -> dict[tuple[Measure, str, int], dict[int, int]]:
+    """(measure, tenant, hour or 0) -> {bucket: count} of ``group``'s rows matching any of ``wheres``
+    (SQL over ``a``, disjoint: a row matching two is counted twice; ``group.where`` is added), grouped
+    in the database: one statement per measure (of ``measures``, all the group's when None)."""
+    found: dict[tuple[Measure, str, int], dict[int, int]] = {}
+    hour = hour_sql(group.at) if by_hour else "0"
+    for measure, value in group.values.items():
+        if measures is not None and measure not in measures:
+            continue
+        source = " UNION ALL ".join(
+            f"SELECT a.tenant, {hour} AS h, {bucket_sql(value)} AS k FROM {group.rows} WHERE {group.where} AND ({where})"
+            for where in wheres)
+        statement = (f"SELECT w.tenant, w.h, w.k, COUNT(*) AS n FROM ({source}) AS w "
+                     f"WHERE w.k IS NOT NULL GROUP BY w.tenant, w.h, w.k")
+        for row in sql.fetch(statement, params):
+            counts = found.setdefault((measure, row["tenant"], int(row["h"])), {})
+            counts[int(row["k"])] = int(row["n"])
     return found

@@ -176,6 +176,8 @@ class Attempt(models.Model):
                          include=["tenant", "due_at", "inference_seconds", "commit_seconds"]),
             # The running totals fold attempts once they ended, and /metrics adds those ended since.
             models.Index(fields=["ended_at"], condition=Q(ended_at__isnull=False), name="attempt_ended"),
+            # The dashboard's wide windows add the attempts not ended yet (not folded) to the hourly histograms.
+            models.Index(fields=["leased_at"], condition=Q(ended_at__isnull=True), name="attempt_open"),
         ]
 
     @property
@@ -410,6 +412,36 @@ class MeasureTotal(models.Model):
         constraints = [models.UniqueConstraint(fields=["measure", "tenant"], name="measuretotal_measure_tenant")]
 
 
+class JobTotal(models.Model):
+    """How many of one tenant's jobs ended in one terminal status (a job never leaves one, and jobs are
+    never deleted), counted up to the job totals' fold mark by the sweeper (``maintenance.totals``):
+    ``/metrics`` reads these plus the jobs finished since, instead of counting every job."""
+
+    tenant = models.CharField(max_length=33)
+    status = models.CharField(max_length=16)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "status"], name="jobtotal_tenant_status")]
+
+
+class MeasureHour(models.Model):
+    """One hour of one measure for one tenant, as a histogram (``pipeline.measures.bucket_sql``:
+    log-spaced buckets, each value within ``RESOLUTION`` of its bucket's): the observations taken
+    (``Group.at``) in that hour and settled up to the hourly fold mark, added in by the sweeper
+    (``maintenance.totals``) and kept ``HOURLY_SPAN``. The dashboard's wide windows read their
+    percentiles from these, plus the few rows not folded yet."""
+
+    measure = models.CharField(max_length=32)
+    tenant = models.CharField(max_length=33)
+    hour = models.DateTimeField()  # the hour's start (UTC)
+    counts = models.JSONField(default=dict)  # {bucket: count}, the buckets that hold any
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["measure", "tenant", "hour"], name="measurehour_key")]
+        indexes = [models.Index(fields=["hour"], name="measurehour_hour")]
+
+
 class Metric(models.TextChoices):
     """What a ``MetricSample`` measures; its ``label`` says which outcome, reason or node."""
 
@@ -432,10 +464,33 @@ class MetricSample(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["metric", "sampled_at"], name="metricsample_metric_at"),
-            models.Index(fields=["tenant", "metric", "sampled_at"], name="metricsample_tenant_at"),
+            # The dashboard's series read a window of one metric from the index alone (PostgreSQL).
+            models.Index(fields=["metric", "sampled_at"], name="metricsample_metric_at_v",
+                         include=["tenant", "label", "value"]),
+            models.Index(fields=["tenant", "metric", "sampled_at"], name="metricsample_tenant_at_v",
+                         include=["label", "value"]),
             models.Index(fields=["sampled_at"], name="metricsample_at"),
         ]
+
+
+class MetricSlot(models.Model):
+    """Twelve minutes (``maintenance.totals.SLOT``) of one sampled metric for one tenant and label: the
+    sum, highest and lowest of its samples, rolled up by the sweeper once the slot is over, so the
+    dashboard's wide windows read a slot instead of its twelve samples. Pruned with the samples."""
+
+    metric = models.CharField(max_length=32, choices=Metric.choices)
+    tenant = models.CharField(max_length=33, blank=True, default="")
+    label = models.CharField(max_length=100, blank=True, default="")
+    slot = models.DateTimeField()  # the slot's start (a multiple of 12 minutes since the epoch)
+    total = models.FloatField()
+    high = models.FloatField()
+    low = models.FloatField()
+    samples = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["metric", "tenant", "label", "slot"], name="metricslot_key")]
+        indexes = [models.Index(fields=["metric", "slot"], name="metricslot_metric_slot",
+                                include=["tenant", "label", "total", "high", "low"])]
 
 
 class DeadLetter(models.Model):

@@ -71,3 +71,31 @@ def test_histograms_add_up():
     one = Histogram(2, 1.5, [1, 2])
     assert one.add(Histogram()) == one == Histogram().add(one)
     assert one.add(Histogram(1, 0.5, [1, 1])) == Histogram(3, 2.0, [2, 3])
+
+
+def test_job_counts_from_the_totals_equal_a_count_of_every_job_before_and_after_each_fold(clock):
+    from django.db.models import Count
+
+    from pipeline.models import Job, JobTotal
+
+    def counted() -> dict:
+        rows = Job.objects.values("tenant", "status").annotate(n=Count("pk")).order_by()
+        return dict(sorted(((r["tenant"], r["status"]), r["n"]) for r in rows))
+
+    _run(clock, "acme", 1, 0.5)
+    _run(clock, "globex", 2, 1)
+    queue.enqueue("acme", "waiting", 1, invoice(3), clock=clock)
+    queue.enqueue("acme", "cancelled", 1, invoice(4), clock=clock)
+    queue.cancel(Job.objects.get(document_id="cancelled").pk, clock=clock)
+    assert totals.job_counts() == counted()  # nothing folded: every job counted
+    clock.advance(SETTLE.total_seconds() + 1)
+    TotalsFolder().run_once(clock.now())
+    assert JobTotal.objects.exists()
+    assert totals.job_counts() == counted()
+    _run(clock, "acme", 5, 0.1)  # finished after the mark
+    assert totals.job_counts() == counted()
+    TotalsFolder().run_once(clock.now())  # not settled: stays after the mark
+    TotalsFolder().run_once(clock.now() + SETTLE + dt.timedelta(seconds=1))
+    TotalsFolder().run_once(clock.now() + SETTLE + dt.timedelta(seconds=1))  # folded once only
+    assert totals.job_counts() == counted()
+    assert sum(t.count for t in JobTotal.objects.all()) == Job.objects.exclude(finished_at=None).count()
