@@ -113,15 +113,16 @@ def rss_mb(pid: int) -> float | None:
 class CpuMeter:
     """CPU seconds spent by two groups of processes (a tree, a database's backends) between start and stop."""
 
-    def __init__(self, db: str, tree_root: int | None, exclude: set[int]) -> None:
-        self.db, self.root, self.exclude = db, tree_root, exclude
+    def __init__(self, db: str, tree_roots: list[int], exclude: set[int]) -> None:
+        self.db, self.roots, self.exclude = db, tree_roots, exclude
         self.first: dict[int, float] = {}
         self.last: dict[str, dict[int, float]] = {"tree": {}, "postgres": {}}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self) -> None:
-        groups = {"tree": _tree(self.root) if self.root else set(), "postgres": _backends(self.db, self.exclude)}
+        tree = set().union(*(_tree(root) for root in self.roots))
+        groups = {"tree": tree, "postgres": _backends(self.db, self.exclude)}
         for group, pids in groups.items():
             for pid in pids:
                 if (stat := _stat(pid)) is not None:
@@ -300,7 +301,7 @@ def run_pgbench(db: str, script: Path, clients: int, seconds: float) -> dict[str
     seed(int(seconds * 4000 * max(1, clients / 2)) + 2000)
     _vacuum(("pipeline_job",))
     before = _counters(db)
-    meter = CpuMeter(db, None, {connection.connection.info.backend_pid})
+    meter = CpuMeter(db, [], {connection.connection.info.backend_pid})
     meter.start()
     env = {**os.environ, "PGCONNECT_TIMEOUT": "10"}
     out = subprocess.run([str(pgbench), "-n", "-M", "extended", "-f", str(script), "-c", str(clients),
@@ -398,23 +399,27 @@ def _progress() -> tuple[int, int]:
         return cursor.fetchone()
 
 
-def drain_run(db: str, workers: int, jobs: int, workdir: Path, log_level: str) -> dict[str, Any]:
+def drain_run(db: str, workers: int, jobs: int, workdir: Path, log_level: str, nodes: int = 1) -> dict[str, Any]:
+    """``jobs`` enqueued, then drained by ``nodes`` clusters of ``workers`` workers each."""
     from django.db import connection, transaction
 
     from pipeline import queue
 
     _reset()
     _vacuum()
-    cluster = Cluster(workers, f"bench-drain-{workers}", workdir, log_level)
+    clusters: list[Cluster] = []
     try:
-        cluster.wait_parked()
+        for node in range(nodes):
+            clusters.append(Cluster(workers, f"bench-drain-{workers}-{node}", workdir, log_level))
+        for cluster in clusters:
+            cluster.wait_parked()
         with transaction.atomic():  # the drains meet the whole backlog at this commit
             began = time.perf_counter()
             for n in range(jobs):
                 queue.enqueue(TENANT, f"doc-{n}", 1, _invoice(n))
             enqueue_s = time.perf_counter() - began
-            before, statements = _counters(db), cluster.statements()
-            meter = CpuMeter(db, cluster.process.pid, {connection.connection.info.backend_pid})
+            before, statements = _counters(db), sum(c.statements() for c in clusters)
+            meter = CpuMeter(db, [c.process.pid for c in clusters], {connection.connection.info.backend_pid})
             meter.start()
         started = time.perf_counter()
         polls = 0
@@ -428,14 +433,15 @@ def drain_run(db: str, workers: int, jobs: int, workdir: Path, log_level: str) -
         wait(finished, max(60.0, jobs / 5), f"{jobs} reviews", interval=0.02)
         elapsed = time.perf_counter() - started
         cpu = meter.stop()
-        statements = cluster.statements() - statements
-        rss = cluster.rss()
+        statements = sum(c.statements() for c in clusters) - statements
+        rss = [process for c in clusters for process in c.rss()]
     finally:
-        cluster.stop()
+        for cluster in clusters:
+            cluster.stop()
     after = _counters_flushed(db)  # backends report their counters as they exit (or once a second at most)
     commits = after["xact_commit"] - before["xact_commit"] - polls - 2  # the bench's own: polls, the counter reads
     return {
-        "workers": workers, "jobs": jobs, "seconds": elapsed, "jobs_per_s": jobs / elapsed,
+        "workers": workers, "nodes": nodes, "jobs": jobs, "seconds": elapsed, "jobs_per_s": jobs / elapsed,
         "enqueue_jobs_per_s": jobs / enqueue_s,
         "cpu_ms_per_job": {"workers": 1000 * cpu["tree"] / jobs, "postgres": 1000 * cpu["postgres"] / jobs,
                            "total": 1000 * (cpu["tree"] + cpu["postgres"]) / jobs},
@@ -500,25 +506,29 @@ def table(result: dict[str, Any]) -> list[tuple[str, str, str]]:
     for r in pg["runs"]:
         rows.append((f"pgbench, RelayOps' 2 transactions, {r['clients']} client(s)", f"{r['jobs_per_s']:,.0f} jobs/s",
                      f"{r['jobs_per_s'] / limit:.2f} of limit"))
+    def who(r: dict[str, Any]) -> str:
+        nodes = r.get("nodes", 1)
+        return f"{r['workers']} worker(s)" if nodes == 1 else f"{nodes} nodes x {r['workers']} worker(s)"
+
     for r in result["relayops"]:
-        same = by_clients.get(r["workers"])
-        vs_same = f"; {r['jobs_per_s'] / same['jobs_per_s']:.2f} of pgbench {r['workers']}c" if same else ""
-        rows.append((f"RelayOps drain, {r['workers']} worker(s)", f"{r['jobs_per_s']:,.0f} jobs/s",
+        same = by_clients.get(r["workers"] * r.get("nodes", 1))
+        vs_same = f"; {r['jobs_per_s'] / same['jobs_per_s']:.2f} of pgbench {same['clients']}c" if same else ""
+        rows.append((f"RelayOps drain, {who(r)}", f"{r['jobs_per_s']:,.0f} jobs/s",
                      f"{r['jobs_per_s'] / limit:.3f} of limit{vs_same} (target >= {TARGETS['ratio']})"))
     for r in result["relayops"]:
-        pg_same = by_clients.get(r["workers"])
+        pg_same = by_clients.get(r["workers"] * r.get("nodes", 1))
         pg_cpu = f"; pgbench's PostgreSQL {pg_same['postgres_cpu_ms_per_job']:.2f}" if pg_same else ""
         cpu = r["cpu_ms_per_job"]
-        rows.append((f"CPU per job, {r['workers']} worker(s): workers + PostgreSQL",
+        rows.append((f"CPU per job, {who(r)}: workers + PostgreSQL",
                      f"{cpu['workers']:.2f} + {cpu['postgres']:.2f} = {cpu['total']:.2f} ms",
                      f"{cpu['total'] / TARGETS['cpu_ms_per_job']:.2f}x target {TARGETS['cpu_ms_per_job']} ms{pg_cpu}"))
         pg_commits = f"pgbench {pg_same['commits_per_job']:.1f} commits" if pg_same else ""
-        rows.append((f"statements / commits per job, {r['workers']} worker(s)",
+        rows.append((f"statements / commits per job, {who(r)}",
                      f"{r['statements_per_job']:.1f} / {r['commits_per_job']:.1f}",
                      f"pgbench script {sum(pg['statements'].values())} statements; {pg_commits}"))
         workers = sorted(p["rss_mb"] for p in r["processes"] if p["role"] == "worker") or [0.0]
         others = sorted(p["rss_mb"] for p in r["processes"] if p["role"] != "worker")
-        rows.append((f"RSS per worker process, {r['workers']} worker(s)", ", ".join(f"{mb:.0f}" for mb in workers) + " MB",
+        rows.append((f"RSS per worker process, {who(r)}", ", ".join(f"{mb:.0f}" for mb in workers) + " MB",
                      f"max {max(workers) / TARGETS['rss_mb']:.2f}x target {TARGETS['rss_mb']:.0f} MB; django-q2's "
                      f"own {len(others)}: " + ", ".join(f"{mb:.0f}" for mb in others) + " MB"))
     lat = result["latency"]
@@ -548,6 +558,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", type=Path, help="where to write the JSON (default bench/results/compare-*.json)")
     parser.add_argument("--clients", type=_csv, default=[1, 2, 4, 8])
     parser.add_argument("--workers", type=_csv, default=[1, 2, 4])
+    parser.add_argument("--nodes", type=int, default=1, help="clusters draining side by side, each with --workers")
     parser.add_argument("--jobs", type=int, default=3000, help="backlog per drain run")
     parser.add_argument("--seconds", type=float, default=10, help="each pgbench run")
     parser.add_argument("--rate", type=float, default=150, help="latency: jobs enqueued per second")
@@ -575,7 +586,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"2. RelayOps end to end, {args.jobs} jobs enqueued then drained by qcluster", flush=True)
         result["relayops"] = []
         for workers in args.workers:
-            result["relayops"].append(drain_run(args.db, workers, args.jobs, workdir, args.log_level))
+            result["relayops"].append(drain_run(args.db, workers, args.jobs, workdir, args.log_level, args.nodes))
             r = result["relayops"][-1]
             print(f"  {workers} worker(s): {r['jobs_per_s']:,.0f} jobs/s, CPU {r['cpu_ms_per_job']['total']:.2f} ms/job,"
                   f" {r['statements_per_job']:.1f} statements and {r['commits_per_job']:.1f} commits per job",
