@@ -62,7 +62,7 @@ def test_the_smoke_comparison_completes_and_reports_every_section(tmp_path):
     assert drain["statements_per_job"] > 0 and drain["commits_per_job"] > 0
     assert [p for p in drain["processes"] if p["role"] == "worker" and p["rss_mb"] > 0]
 
-    latency = result["latency"]
+    (latency,) = result["latency"]
     for figure in ("start_ms", "publish_ms"):
         assert set(latency[figure]) == {"median", "p95", "max"}
         assert all(value >= 0 for value in latency[figure].values())
