@@ -221,7 +221,8 @@ def _literal(sql: str, params: Any, marks: dict[Any, str]) -> str:
 
     def mark(value: Any) -> Any:
         for key, text in marks.items():
-            if type(value) is type(key) and value == key:
+            same_kind = type(value) is type(key) or (isinstance(value, int) and isinstance(key, int))  # psycopg's Int8
+            if same_kind and not isinstance(value, bool) and value == key:
                 return f"PGBENCH_MARK<{text}>"
         return value
 
@@ -317,6 +318,8 @@ def run_pgbench(db: str, script: Path, clients: int, seconds: float) -> dict[str
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pipeline_job WHERE status = 'succeeded'")
         succeeded = cursor.fetchone()[0]
+    if succeeded < jobs:  # every script run must finish its job, or it measured less than RelayOps' commit
+        raise SystemExit(f"pgbench ran {jobs} scripts but only {succeeded} jobs succeeded:\n{script.read_text()}")
     return {"clients": clients, "seconds": round(seconds), "jobs_per_s": float(tps.group(1)), "jobs": jobs,
             "succeeded_rows": succeeded, "commits_per_job": (after["xact_commit"] - before["xact_commit"]) / jobs,
             "postgres_cpu_ms_per_job": 1000 * cpu["postgres"] / jobs}
@@ -565,7 +568,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rate", type=float, default=150, help="latency: jobs enqueued per second")
     parser.add_argument("--headroom", type=float, default=0.5,
                         help="latency again at this fraction of the 2-worker drain's measured jobs/s (0: skip)")
-    parser.add_argument("--latency-jobs", type=int, default=600)
+    parser.add_argument("--latency-jobs", type=int, default=600, help="0: no latency runs")
     parser.add_argument("--log-level", default="INFO", help="the cluster's LOG_LEVEL (production's default)")
     parser.add_argument("--db", default="relayops_bench_compare")
     args = parser.parse_args(argv)
@@ -595,9 +598,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   f" {r['statements_per_job']:.1f} statements and {r['commits_per_job']:.1f} commits per job",
                   flush=True)
             load.append(os.getloadavg()[0])
-        rates = [(args.rate, "as asked")]
+        rates = [(args.rate, "as asked")] if args.latency_jobs > 0 else []
         capacity = next((r["jobs_per_s"] for r in result["relayops"] if r["workers"] * r["nodes"] == 2), None)
-        if args.headroom and capacity:
+        if args.headroom and capacity and rates:
             rates.append((round(args.headroom * capacity, 1), f"{args.headroom:g} of the 2-worker drain"))
         result["latency"] = []
         for rate, why in rates:

@@ -51,6 +51,7 @@ def test_the_smoke_comparison_completes_and_reports_every_section(tmp_path):
     pgbench = result["pgbench"]
     assert [r["clients"] for r in pgbench["runs"]] == [1, 2]
     assert all(r["jobs_per_s"] > 0 and r["jobs"] > 0 for r in pgbench["runs"])
+    assert all(r["succeeded_rows"] >= r["jobs"] for r in pgbench["runs"])  # each script run completed a job
     assert pgbench["statements"]["claim"] >= 1 and pgbench["statements"]["commit"] >= 1
     assert r"\gset" in pgbench["script"]
     assert pgbench["limit_jobs_per_s"] > 0
