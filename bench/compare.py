@@ -594,7 +594,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for workers in args.workers:
             result["relayops"].append(drain_run(args.db, workers, args.jobs, workdir, args.log_level, args.nodes))
             r = result["relayops"][-1]
-            print(f"  {workers} worker(s): {r['jobs_per_s']:,.0f} jobs/s, CPU {r['cpu_ms_per_job']['total']:.2f} ms/job,"
+            print(f"  {args.nodes} node(s) x {workers} worker(s): {r['jobs_per_s']:,.0f} jobs/s, CPU {r['cpu_ms_per_job']['total']:.2f} ms/job,"
                   f" {r['statements_per_job']:.1f} statements and {r['commits_per_job']:.1f} commits per job",
                   flush=True)
             load.append(os.getloadavg()[0])
