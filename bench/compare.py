@@ -464,6 +464,7 @@ def latency_section(db: str, jobs: int, rate: float, workdir: Path, log_level: s
     cluster = Cluster(2, "bench-latency", workdir, log_level)
     try:
         cluster.wait_parked()
+        statements = cluster.statements()
         sent: dict[int, dt.datetime] = {}
         began = time.perf_counter()
         for n in range(warmup + jobs):
@@ -474,6 +475,7 @@ def latency_section(db: str, jobs: int, rate: float, workdir: Path, log_level: s
                 sent[job.pk] = before
         achieved = (warmup + jobs) / (time.perf_counter() - began)
         wait(lambda: _progress() == (warmup + jobs, 0), 120, "the latency jobs' reviews", interval=0.05)
+        statements = cluster.statements() - statements
     finally:
         cluster.stop()
     leased = dict(Job.objects.filter(pk__in=sent).values_list("pk", "leased_at"))
@@ -482,6 +484,7 @@ def latency_section(db: str, jobs: int, rate: float, workdir: Path, log_level: s
     publish_ms = [(e.published_at - e.created_at).total_seconds() * 1000
                   for e in OutboxEvent.objects.filter(idempotency_key__in=keys, published_at__isnull=False)]
     return {"rate_per_s": rate, "achieved_per_s": achieved, "jobs": jobs, "warmup": warmup,
+            "statements_per_job": statements / (warmup + jobs),
             "start_ms": figures(start_ms), "publish_ms": figures(publish_ms)}
 
 
@@ -543,6 +546,10 @@ def table(result: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append((f"publish latency at {at}, commit -> published (p50 / p95)",
                      f"{lat['publish_ms']['median']:.1f} / {lat['publish_ms']['p95']:.1f} ms",
                      f"{lat['publish_ms']['median'] / TARGETS['publish_p50_ms']:.1f}x target p50 5 ms"))
+        backlog = next((r for r in result["relayops"] if r["workers"] * r.get("nodes", 1) == 2), None)
+        versus = f"{lat['statements_per_job'] / backlog['statements_per_job']:.2f}x a 2-worker backlog's (target <= 2)" \
+            if backlog else ""
+        rows.append((f"statements per job at {at}", f"{lat['statements_per_job']:.1f}", versus))
     return rows
 
 
