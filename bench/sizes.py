@@ -32,8 +32,8 @@ def measure(jobs: int) -> dict[str, dict[str, float]]:
     sizes = {}
     with connection.cursor() as cursor:
         for table in TABLES:
-            cursor.execute("SELECT count(*), pg_table_size(%s), pg_indexes_size(%s), pg_total_relation_size(%s)",
-                           [table, table, table])
+            cursor.execute(f"SELECT (SELECT count(*) FROM {table}), pg_table_size(%s), pg_indexes_size(%s), "
+                           "pg_total_relation_size(%s)", [table, table, table])
             rows, heap, indexes, total = cursor.fetchone()
             sizes[table] = {"rows_per_job": rows / jobs, "table_bytes_per_job": heap / jobs,
                             "index_bytes_per_job": indexes / jobs, "total_bytes_per_job": total / jobs}
