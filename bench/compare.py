@@ -15,15 +15,17 @@ Usage: ./run bench compare [--smoke] [--json PATH] [--clients 1,2,4,8] [--worker
    no event is left unpublished.
 3. Latency: ``--latency-jobs`` jobs enqueued at a steady ``--rate`` per second on an idle 2-worker
    cluster: enqueue called -> job leased (``leased_at``), and commit -> published (outbox
-   ``created_at`` -> ``published_at``); p50 and p95 (nearest rank).
+   ``created_at`` -> ``published_at``); p50 and p95 (nearest rank); again at ``--headroom`` (0.5) of the
+   2-worker drain's measured jobs/s, a rate the cluster can keep up with.
 CPU per job: utime+stime from /proc of the qcluster process tree and of the PostgreSQL backends
 connected to the benchmark database (found by their process titles), sampled every 0.1 s; a backend
 that exits between samples loses its last 0.1 s. Statements per job: counted client-side in every
 Django connection of the cluster (bench/statement_counter.py; the drains' LISTEN connections are not
-Django's and not counted); commits per job: ``pg_stat_database.xact_commit`` (pg_stat_statements is used
-when the server preloads it, else these counters; the JSON says which). RSS per qcluster process.
+Django's and not counted); commits per job: ``pg_stat_database.xact_commit``. pg_stat_statements is not
+used (the JSON records whether the server preloads it). RSS per qcluster process.
 Prints a table with each figure's ratio to the pgbench limit of the same run and writes JSON (default
-bench/results/compare-<UTC time>.json, git-ignored). ``--smoke`` is a ~10-second run with tiny sizes.
+bench/results/compare-<UTC time>.json, git-ignored). ``--smoke`` is a ~30-second run with tiny sizes
+(CI runs it: tests/acceptance/test_bench_compare.py). ``--nodes 2`` drains with two clusters side by side.
 """
 
 from __future__ import annotations
@@ -565,7 +567,7 @@ def _csv(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, about 10 seconds (CI)")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, about 30 seconds (CI)")
     parser.add_argument("--json", type=Path, help="where to write the JSON (default bench/results/compare-*.json)")
     parser.add_argument("--clients", type=_csv, default=[1, 2, 4, 8])
     parser.add_argument("--workers", type=_csv, default=[1, 2, 4])
@@ -587,8 +589,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     fresh_database(args.db, DJANGO_Q_LOG_LEVEL="WARNING")
     result: dict[str, Any] = {"started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                               "smoke": args.smoke, "machine": machine(),
-                              "statement_source": "pg_stat_statements" if _pg_stat_statements() else
-                              "client-side count of Django's statements; commits from pg_stat_database"}
+                              "statement_source": "client-side count of Django's statements; commits from "
+                              "pg_stat_database", "pg_stat_statements_preloaded": _pg_stat_statements()}
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="relayops-compare-") as tmp:
         workdir = Path(tmp)
