@@ -17,6 +17,8 @@ Usage: ./run bench compare [--smoke] [--json PATH] [--clients 1,2,4,8] [--worker
    cluster: enqueue called -> job leased (``leased_at``), and commit -> published (outbox
    ``created_at`` -> ``published_at``); p50 and p95 (nearest rank); again at ``--headroom`` (0.5) of the
    2-worker drain's measured jobs/s, a rate the cluster can keep up with.
+4. One job at a time (``--single-jobs``): each job enqueued on an idle 2-worker cluster and reviewed
+   before the next; its statements per job beside a backlog's.
 CPU per job: utime+stime from /proc of the qcluster process tree and of the PostgreSQL backends
 connected to the benchmark database (found by their process titles), sampled every 0.1 s; a backend
 that exits between samples loses its last 0.1 s. Statements per job: counted client-side in every
@@ -490,6 +492,26 @@ def latency_section(db: str, jobs: int, rate: float, workdir: Path, log_level: s
             "start_ms": figures(start_ms), "publish_ms": figures(publish_ms)}
 
 
+def one_at_a_time(jobs: int, workdir: Path, log_level: str) -> dict[str, Any]:
+    """Statements per job when each job meets an idle 2-worker cluster: enqueue one, wait for its review,
+    let the drains park again (every wake-up then costs what it costs), repeat."""
+    from pipeline import queue
+
+    _reset()
+    cluster = Cluster(2, "bench-single", workdir, log_level)
+    try:
+        cluster.wait_parked()
+        statements = cluster.statements()
+        for n in range(jobs):
+            queue.enqueue(TENANT, f"one-{n}", 1, _invoice(n))
+            wait(lambda: _progress() == (n + 1, 0), 30, f"job {n}'s review", interval=0.005)
+            time.sleep(0.05)  # the drains park on LISTEN again
+        statements = cluster.statements() - statements
+    finally:
+        cluster.stop()
+    return {"jobs": jobs, "statements_per_job": statements / jobs}
+
+
 # --- the report ----------------------------------------------------------------------------------------------
 
 def machine() -> dict[str, Any]:
@@ -539,6 +561,13 @@ def table(result: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append((f"RSS per worker process, {who(r)}", ", ".join(f"{mb:.0f}" for mb in workers) + " MB",
                      f"max {max(workers) / TARGETS['rss_mb']:.2f}x target {TARGETS['rss_mb']:.0f} MB; django-q2's "
                      f"own {len(others)}: " + ", ".join(f"{mb:.0f}" for mb in others) + " MB"))
+    single, backlog = result.get("one_at_a_time"), next(
+        (r for r in result["relayops"] if r["workers"] * r.get("nodes", 1) == 2), None)
+    if single:
+        versus = f"{single['statements_per_job'] / backlog['statements_per_job']:.2f}x a 2-worker backlog's " \
+                 "(target <= 2)" if backlog else ""
+        rows.append((f"statements per job, one job at a time ({single['jobs']} jobs, 2 workers)",
+                     f"{single['statements_per_job']:.1f}", versus))
     for lat in result["latency"]:
         at = f"{lat['achieved_per_s']:.0f} jobs/s ({lat['why']})"
         rows.append((f"start latency at {at}, 2 workers (p50 / p95)",
@@ -578,12 +607,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--headroom", type=float, default=0.5,
                         help="latency again at this fraction of the 2-worker drain's measured jobs/s (0: skip)")
     parser.add_argument("--latency-jobs", type=int, default=600, help="0: no latency runs")
+    parser.add_argument("--single-jobs", type=int, default=100, help="jobs run one at a time (0: skip)")
     parser.add_argument("--log-level", default="INFO", help="the cluster's LOG_LEVEL (production's default)")
     parser.add_argument("--db", default="relayops_bench_compare")
     args = parser.parse_args(argv)
     if args.smoke:
         args.clients, args.workers, args.jobs, args.seconds = [1, 2], [2], 40, 1
-        args.latency_jobs, args.rate, args.headroom = 20, 50, 0
+        args.latency_jobs, args.rate, args.headroom, args.single_jobs = 20, 50, 0, 5
 
     began = time.monotonic()
     fresh_database(args.db, DJANGO_Q_LOG_LEVEL="WARNING")
@@ -616,6 +646,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"3. latency: {args.latency_jobs} jobs at {rate:g}/s ({why}) on an idle 2-worker cluster", flush=True)
             result["latency"].append({**latency_section(args.db, args.latency_jobs, rate, workdir, args.log_level),
                                       "why": why})
+            load.append(os.getloadavg()[0])
+        if args.single_jobs > 0:
+            print(f"4. one job at a time: {args.single_jobs} jobs, each on an idle 2-worker cluster", flush=True)
+            result["one_at_a_time"] = one_at_a_time(args.single_jobs, workdir, args.log_level)
             load.append(os.getloadavg()[0])
     result["load_average_1m_during"] = {"min": min(load), "max": max(load), "samples": load}
     result["seconds"] = time.monotonic() - began

@@ -68,6 +68,8 @@ def test_the_smoke_comparison_completes_and_reports_every_section(tmp_path):
         assert set(latency[figure]) == {"median", "p95", "max"}
         assert all(value >= 0 for value in latency[figure].values())
 
+    assert result["one_at_a_time"]["jobs"] == 5 and result["one_at_a_time"]["statements_per_job"] > 0
+
     assert result["machine"]["cores"] >= 1 and result["machine"]["postgresql"]
     assert len(result["table"]) >= 7
     assert all(math.isfinite(n) for n in numbers(result))
