@@ -41,6 +41,18 @@ def fresh_database(db: str, **env: str) -> None:
     call_command("migrate", verbosity=0)
 
 
+def wait(predicate, timeout: float, what: str, interval: float = 0.002):
+    """Poll ``predicate`` until it returns something true (returned), or exit after ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(interval)
+    return value
+
+
 def stop(process: "subprocess.Popen[bytes]", grace: float) -> None:
     """SIGTERM to a started subprocess's main PID; its whole session SIGKILLed if it outlives ``grace``."""
     import signal

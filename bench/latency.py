@@ -20,21 +20,12 @@ import subprocess
 import sys
 import time
 
-from benchdb import ROOT, fresh_database, stop  # bench/ is on sys.path when run as a script
+from benchdb import ROOT, fresh_database, stop, wait as _wait  # bench/ is on sys.path when run as a script
 TARGETS = {"enqueue -> start": {"median": 10.0, "p95": 50.0}, "commit -> published": {"median": 20.0}}
 
 
 def _setup(db: str) -> None:
     fresh_database(db, DJANGO_Q_LOG_LEVEL="WARNING", RELAYOPS_NODE_NAME="bench")
-
-
-def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.002)
-    return value
 
 
 def _one(n: int) -> tuple[float, float]:
@@ -53,13 +44,18 @@ def _one(n: int) -> tuple[float, float]:
     return start_ms, publish_ms
 
 
-def _report(name: str, values: list[float]) -> None:
+def figures(values: list[float]) -> dict[str, float]:
+    """Median, p95 (nearest rank) and max of a list of milliseconds."""
     values = sorted(values)
-    figures = {"median": statistics.median(values), "p95": values[int(0.95 * (len(values) - 1))], "max": values[-1]}
-    print(f"{name}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in figures.items()) + f"  (n={len(values)})")
+    return {"median": statistics.median(values), "p95": values[int(0.95 * (len(values) - 1))], "max": values[-1]}
+
+
+def _report(name: str, values: list[float]) -> None:
+    figures_ = figures(values)
+    print(f"{name}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in figures_.items()) + f"  (n={len(values)})")
     for key, target in TARGETS[name].items():
-        verdict = "met" if figures[key] <= target else "NOT met"
-        print(f"  {key} / target {target:g} ms = {figures[key] / target:.2f}  -> {verdict}")
+        verdict = "met" if figures_[key] <= target else "NOT met"
+        print(f"  {key} / target {target:g} ms = {figures_[key] / target:.2f}  -> {verdict}")
 
 
 def main() -> None:
