@@ -95,6 +95,7 @@ def enqueue_some(run: Run, count: int) -> None:
     import datetime as dt
 
     from pipeline import queue
+    from pipeline.clock import FrozenClock
     from pipeline.extraction import synthetic
 
     for _ in range(count):
@@ -109,7 +110,10 @@ def enqueue_some(run: Run, count: int) -> None:
         elif kind == "forever":
             payload["simulate"] = {"transient_failures": 99}
         elif kind == "late":
-            options["deadline"] = dt.timedelta(milliseconds=1)
+            # Enqueued as of a minute ago with a one-second deadline: past it at any claim, however fast
+            # (a deadline of 1 ms from now could still be ahead of a drain woken at once).
+            options["deadline"] = dt.timedelta(seconds=1)
+            options["clock"] = FrozenClock(dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=1))
         if kind in ("valid", "flaky"):
             payload.setdefault("simulate", {})["work_seconds"] = round(run.rng.uniform(0.02, 0.15), 3)
         tenant = TENANTS[n % len(TENANTS)]
