@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.models import DeadLetter
 from pipeline import queue
+from pipeline.clock import FrozenClock
 from pipeline.models import Attempt, Job, OutboxEvent
 from pipeline.states import TERMINAL_STATUSES
 from tests.acceptance.conftest import effects
@@ -34,7 +35,8 @@ def test_a_mixed_workload_ends_terminal_with_one_effect_per_key(start_cluster):
     shared = [queue.enqueue(tenant, "shared-7", 1, invoice(7))[0] for tenant in ("globex", "initech")]
     flaky, _ = queue.enqueue("acme", "flaky", 1, invoice(90, transient_failures=1))
     broken, _ = queue.enqueue("acme", "broken", 1, {"text": "not an invoice"})
-    late, _ = queue.enqueue("acme", "late", 1, invoice(91), deadline=dt.timedelta(milliseconds=1))
+    a_minute_ago = FrozenClock(dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=1))
+    late, _ = queue.enqueue("acme", "late", 1, invoice(91), deadline=dt.timedelta(seconds=1), clock=a_minute_ago)
     jobs = [*clean, *shared, flaky, broken, late]
 
     wait_for(lambda: all_terminal(jobs) and all_published(), timeout=30, what="every job terminal and published")
