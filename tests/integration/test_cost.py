@@ -1,6 +1,7 @@
 """The hot path's cost, counted, and the claim served by the live-rows partial index.
 
 Pinned figures (PostgreSQL, autocommit as in production):
+  enqueue                    1 statement, 1 transaction (insert + NOTIFY); a key that exists: +1 lookup
   lease_next                 1 statement, 1 transaction (the claim, closing and opening attempts)
   commit_result_with_event   5 statements, 1 transaction (complete, close attempt, result, event, NOTIFY)
   publish_pending (n events) 2 + 2n statements: one claim and one mark per batch, the consumer's
@@ -42,6 +43,22 @@ def hot_path(queries) -> tuple[list[str], int]:
         statements.append(" ".join(text.split()[:3]))
         transactions += not open_block
     return statements, transactions
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_is_one_statement_and_its_duplicate_one_more(clock):
+    with CaptureQueriesContext(connection) as queries:
+        job, created = queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
+    assert created
+    assert hot_path(queries) == (["WITH inserted AS"], 1)  # the insert and its NOTIFY, one statement
+    assert "pg_notify" in queries[0]["sql"]
+
+    with CaptureQueriesContext(connection) as queries:
+        again, created = queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
+    assert (again.pk, created) == (job.pk, False)
+    statements, transactions = hot_path(queries)
+    assert [s.split()[0] for s in statements] == ["WITH", "SELECT"] and transactions == 2  # + the lookup
+    assert Job.objects.count() == 1
 
 
 @pytest.mark.django_db(transaction=True)
