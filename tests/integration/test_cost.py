@@ -82,6 +82,19 @@ def test_statements_and_transactions_per_job_on_the_hot_path(clock):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_parked_drain_reads_when_it_is_next_due_in_one_statement(clock):
+    from pipeline.runtime.drain import Drain
+
+    queue.enqueue("acme", "later", 1, invoice(), clock=clock)
+    Job.objects.update(visible_at=clock.now() + dt.timedelta(seconds=7))  # a retry backing off
+    drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock)
+    with CaptureQueriesContext(connection) as queries:
+        assert drain._seconds_until_due(clock.now()) == 7.0
+    statements, transactions = hot_path(queries)
+    assert len(statements) == 1 and transactions == 1  # jobs queued and leased, outbox claimed and backing off
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_relay_claims_and_marks_once_per_batch(clock):
     for n in range(5):
         queue.enqueue("acme", f"inv-{n}", 1, invoice(n), clock=clock)
