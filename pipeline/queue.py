@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, QuerySet
 
 from pipeline import sql
@@ -40,6 +40,7 @@ log = get_logger(__name__)
 
 DEFAULT_DEADLINE = dt.timedelta(hours=1)
 MAX_ATTEMPTS_LIMIT = 100
+ENQUEUE_TRIES = 3  # a key's job found by the insert but gone by its lookup (deleted meanwhile): try again
 
 
 @dataclass(frozen=True)
@@ -120,10 +121,12 @@ def enqueue(
     reprocessed_from: Job | None = None,
     clock: Clock = system_clock,
 ) -> tuple[Job, bool]:
-    """Create the job for ``tenant:document:vN`` and ring the doorbell, in one transaction.
+    """Create the job for ``tenant:document:vN`` and ring the doorbell, in one statement (one round
+    trip: ``sql.insert_job``; the NOTIFY is delivered when the row commits).
 
     Same key and same payload returns the existing job and ``created=False``; same key and another
-    payload raises IdempotencyConflictError. Nothing is written in either case.
+    payload raises IdempotencyConflictError. Nothing is written in either case; the key's job is
+    looked up only then (a concurrent enqueue of the same key waits for the first to commit).
     """
     key = build_idempotency_key(tenant_id, document_id, operation_version)
     digest = payload_hash(payload)
@@ -131,27 +134,35 @@ def enqueue(
     expiries = check_int("max_lease_expiries", max_lease_expiries, low=1, high=MAX_ATTEMPTS_LIMIT)
     now = clock.now()
     deadline_at = _deadline(deadline, now)
-    existing = Job.objects.filter(idempotency_key=key).first()
-    if existing is None:
-        try:
-            with transaction.atomic():
-                job = Job.objects.create(
-                    tenant=tenant_id, document_id=document_id, operation_version=operation_version,
-                    idempotency_key=key, payload=payload, payload_hash=digest, max_attempts=attempts,
-                    max_lease_expiries=expiries, created_at=now, visible_at=now, deadline_at=deadline_at,
-                    reprocessed_from=reprocessed_from,
-                )
-                wakeups.ring(wakeups.JOBS)
+    job = Job(
+        tenant=tenant_id, document_id=document_id, operation_version=operation_version, idempotency_key=key,
+        payload=payload, payload_hash=digest, max_attempts=attempts, max_lease_expiries=expiries, created_at=now,
+        visible_at=now, deadline_at=deadline_at, reprocessed_from=reprocessed_from,
+    )
+    # Happy path: one statement (insert + doorbell). The key's job is looked up only when it exists.
+    for _ in range(ENQUEUE_TRIES):
+        job_id = sql.insert_job(_job_columns(job), notify_channel=wakeups.JOBS)
+        if job_id is not None:
+            job.pk = job_id
+            job._state.adding, job._state.db = False, connection.alias
             log.info("job.enqueued", tenant=job.tenant, job_id=job.pk, idempotency_key=key, fence=0, attempt=0,
                      outcome="queued", operation_version=operation_version)
             return job, True
-        except IntegrityError:
-            existing = Job.objects.filter(idempotency_key=key).first()
-            if existing is None:
-                raise
-    if existing.payload_hash != digest:
-        raise IdempotencyConflictError(key)
-    return existing, False
+        existing = Job.objects.filter(idempotency_key=key).first()
+        if existing is not None:
+            if existing.payload_hash != digest:
+                raise IdempotencyConflictError(key)
+            return existing, False
+    raise IntegrityError(f"enqueue of {key} kept conflicting with a row it could not find")
+
+
+def _job_columns(job: Job) -> dict[str, Any]:
+    """A new job's row as the backend stores it: every column but the id, as Django's own insert
+    would write it (defaults included)."""
+    return {
+        str(field.column): field.get_db_prep_save(getattr(job, field.attname), connection)
+        for field in Job._meta.concrete_fields if not field.primary_key
+    }
 
 
 def lease_next(worker_id: str, *, lease_seconds: float | None = None, clock: Clock = system_clock) -> Lease | None:

@@ -217,3 +217,33 @@ VALUES (%(consumer)s, %(event_id)s, %(now)s)
 ON CONFLICT (consumer, event_id) DO NOTHING
 RETURNING id
 """
+
+
+
+# Enqueue in one statement: insert the job unless its key (or its tenant, document and version, the
+# same thing) already has one, and ring the jobs doorbell only when a row was inserted. The NOTIFY
+# runs in the statement's own transaction (the caller's, or the statement's autocommit one), so it is
+# delivered exactly when the row commits. RETURNING is empty when the job already existed.
+_INSERT_JOB = """
+INSERT INTO pipeline_job ({columns}) VALUES ({values})
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+_ENQUEUE = "WITH inserted AS ({insert}) SELECT id, pg_notify(%(_channel)s, '') FROM inserted"
+
+
+def insert_job(values: dict[str, Any], *, notify_channel: str) -> int | None:
+    """Insert a job row from ``values`` (column name -> value as the backend stores it) and, on
+    PostgreSQL, NOTIFY ``notify_channel`` in the same statement. Returns the new id, or None when a
+    job with the same key already exists (nothing written, nothing rung). SQLite (no NOTIFY, no
+    data-modifying CTE: its drains poll) runs the insert alone."""
+    columns = list(values)
+    insert = _INSERT_JOB.format(
+        columns=", ".join(connection.ops.quote_name(column) for column in columns),
+        values=", ".join(f"%({column})s" for column in columns),
+    )
+    if connection.vendor == "postgresql":
+        rows = fetch(_ENQUEUE.format(insert=insert), {**values, "_channel": notify_channel})
+    else:
+        rows = fetch(insert, values)
+    return rows[0]["id"] if rows else None

@@ -18,12 +18,12 @@ import enum
 import functools
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from django.db import DatabaseError, connection
-from django.db.models import Min
+from django.db.models import QuerySet
 
-from pipeline import relay
+from pipeline import relay, sql
 from pipeline.clock import Clock, system_clock
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.errors import InvalidInputError, ShutdownInterrupt
@@ -179,18 +179,37 @@ class Drain:
     def _seconds_until_due(self, now: dt.datetime) -> float:
         """Seconds until a job becomes claimable (a retry's backoff, a lease's expiry) or a relay
         claim expires; the poll interval when nothing is scheduled."""
-        moments: list[dt.datetime | None] = []
+        firsts: list[QuerySet] = []  # each the earliest moment of one kind, read in one statement
         if self.jobs:
             # Each side served by its own index, stopping at its first row; a paused tenant's jobs are
             # not due (they would keep an idle drain spinning), and its resume rings the doorbell.
             waiting = Job.objects.waiting().unpaused()
-            moments.append(waiting.filter(status=JobStatus.QUEUED).aggregate(at=Min("visible_at"))["at"])
-            moments.append(waiting.filter(status=JobStatus.LEASED).aggregate(at=Min("lease_until"))["at"])
+            firsts.append(_first(waiting.filter(status=JobStatus.QUEUED), "visible_at"))
+            firsts.append(_first(waiting.filter(status=JobStatus.LEASED), "lease_until"))
         if self.outbox:
-            moments.append(OutboxEvent.objects.unpublished().aggregate(at=Min("claimed_until"))["at"])
+            firsts.append(_first(OutboxEvent.objects.unpublished(), "claimed_until"))
             backing_off = OutboxEvent.objects.unpublished().filter(  # outbox_backoff; a failure releases the claim
                 parked_at__isnull=True, claim_token__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS)
-            moments.append(backing_off.aggregate(at=Min("next_attempt_at"))["at"])
+            firsts.append(_first(backing_off, "next_attempt_at"))
+        moments = _read_firsts(firsts)
         due = [(m - now).total_seconds() for m in moments if m is not None]
         return max(min(due, default=self.poll_seconds), 0.0)
 
+
+def _first(rows: QuerySet, column: str) -> QuerySet:
+    """The earliest non-null ``column`` of ``rows``, as a one-value query (MIN through the index)."""
+    return rows.filter(**{f"{column}__isnull": False}).order_by(column).values_list(column, flat=True)[:1]
+
+
+def _read_firsts(firsts: list[QuerySet]) -> list[dt.datetime | None]:
+    """Run the one-value queries as scalar subqueries of one statement: a park costs one round trip."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for query in firsts:
+        text, args = query.query.sql_with_params()
+        parts.append(f"({text})")
+        params.extend(args)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(parts)}", params)
+        row = cursor.fetchone()
+    return [None if value is None else sql.read_ts(value) for value in row]

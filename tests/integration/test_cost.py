@@ -1,6 +1,7 @@
 """The hot path's cost, counted, and the claim served by the live-rows partial index.
 
 Pinned figures (PostgreSQL, autocommit as in production):
+  enqueue                    1 statement, 1 transaction (insert + NOTIFY); a key that exists: +1 lookup
   lease_next                 1 statement, 1 transaction (the claim, closing and opening attempts)
   commit_result_with_event   5 statements, 1 transaction (complete, close attempt, result, event, NOTIFY)
   publish_pending (n events) 2 + 2n statements: one claim and one mark per batch, the consumer's
@@ -45,6 +46,22 @@ def hot_path(queries) -> tuple[list[str], int]:
 
 
 @pytest.mark.django_db(transaction=True)
+def test_enqueue_is_one_statement_and_its_duplicate_one_more(clock):
+    with CaptureQueriesContext(connection) as queries:
+        job, created = queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
+    assert created
+    assert hot_path(queries) == (["WITH inserted AS"], 1)  # the insert and its NOTIFY, one statement
+    assert "pg_notify" in queries[0]["sql"]
+
+    with CaptureQueriesContext(connection) as queries:
+        again, created = queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
+    assert (again.pk, created) == (job.pk, False)
+    statements, transactions = hot_path(queries)
+    assert [s.split()[0] for s in statements] == ["WITH", "SELECT"] and transactions == 2  # + the lookup
+    assert Job.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
 def test_statements_and_transactions_per_job_on_the_hot_path(clock):
     queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
 
@@ -62,6 +79,19 @@ def test_statements_and_transactions_per_job_on_the_hot_path(clock):
         "SELECT pg_notify('relayops_outbox', '')",
     ]
     assert transactions == 1  # result, event and completion commit together
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_parked_drain_reads_when_it_is_next_due_in_one_statement(clock):
+    from pipeline.runtime.drain import Drain
+
+    queue.enqueue("acme", "later", 1, invoice(), clock=clock)
+    Job.objects.update(visible_at=clock.now() + dt.timedelta(seconds=7))  # a retry backing off
+    drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock)
+    with CaptureQueriesContext(connection) as queries:
+        assert drain._seconds_until_due(clock.now()) == 7.0
+    statements, transactions = hot_path(queries)
+    assert len(statements) == 1 and transactions == 1  # jobs queued and leased, outbox claimed and backing off
 
 
 @pytest.mark.django_db(transaction=True)
