@@ -84,20 +84,13 @@ class JobAdmin(PipelineRowAdmin):
 
     @admin.display(description="dead letter")
     def dead_letter_link(self, job: Job) -> str:
-        """The job's dead letter (a dead-lettered job has one) and what became of it."""
-        dead = DeadLetter.objects.filter(job_id=job.pk).values_list("pk", "reason_code").first()
-        if dead is None:
-            return "-"
-        url = reverse("admin:pipeline_deadletter_change", args=[dead[0]])
-        return format_html('<a href="{}">{}</a>', url, dead[1])
+        """The job's dead letter (a dead-lettered job has one), labelled with its reason."""
+        return _row_link(DeadLetter.objects.filter(job_id=job.pk), "reason_code", "admin:pipeline_deadletter_change")
 
     @admin.display(description="review")
     def review_link(self, job: Job) -> str:
-        found = Review.objects.filter(job_id=job.pk).values_list("pk", "status").first()
-        if found is None:
-            return "-"
-        url = reverse("admin:pipeline_review_change", args=[found[0]])
-        return format_html('<a href="{}">{}</a>', url, found[1])
+        """The job's review, labelled with its status."""
+        return _row_link(Review.objects.filter(job_id=job.pk), "status", "admin:pipeline_review_change")
 
     @admin.display(description="attempts and spend")
     def spend(self, job: Job) -> str:
@@ -285,3 +278,11 @@ class ReviewAdmin(PipelineRowAdmin):
     @admin.display(description="timeline")
     def timeline(self, review: Review) -> str:
         return timeline_link(review.job_id)
+
+
+def _row_link(rows: QuerySet[Any], label: str, route: str) -> str:
+    """A link to the first of ``rows`` (one small query), labelled with its ``label`` column; "-" if none."""
+    found = rows.values_list("pk", label).first()
+    if found is None:
+        return "-"
+    return format_html('<a href="{}">{}</a>', reverse(route, args=[found[0]]), found[1])
