@@ -6,20 +6,23 @@ decision's ``review.decided`` commits with the decision.
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 
 from pipeline import sql
 from pipeline.clock import Clock, system_clock
-from pipeline.errors import IdempotencyConflictError, InvalidInputError
-from pipeline.extraction.report import AttemptReport
+from pipeline.errors import IdempotencyConflictError, InvalidInputError, StaleLeaseError
+from pipeline.extraction.report import REPORT_COLUMNS, AttemptReport
 from pipeline.idempotency import canonical_json
 from pipeline.models import OutboxEvent, Result
 from pipeline.queue import Lease, complete
 from pipeline.runtime import wakeups
+from pipeline.states import JobStatus, sources_of
 from relayops.validation import check_text
 
 RESULT_TOPIC = "extraction.completed"
@@ -36,18 +39,23 @@ class CommitOutcome:
 
 def commit_result_with_event(
     lease: Lease, result: Any, *, topic: str = RESULT_TOPIC, clock: Clock = system_clock,
-    report: AttemptReport | None = None,
+    report: AttemptReport | None = None, announce: bool = True,
 ) -> CommitOutcome:
     """Write the result, its outbox event and the job's completion (its attempt closed with ``report``,
-    what the extraction spent) in one transaction.
+    what the extraction spent) in one transaction: on PostgreSQL one round trip, the server-side
+    function ``relayops_commit_result`` (``sql.COMMIT_RESULT``).
 
     The fence is checked first, so a zombie's late write is refused (StaleLeaseError) and nothing
     lands. If the key already has a result with the same payload hash, returns it with
     ``deduped=True``; a different hash raises IdempotencyConflictError. Either error rolls back all.
+    ``announce`` rings the outbox doorbell for parked relays; a caller that relays the event itself
+    next (a drain running the outbox) passes False and wakes no one.
     """
     if not isinstance(lease, Lease):
         raise InvalidInputError("lease", "must be a Lease returned by lease_next")
     check_text("topic", topic, max_length=TOPIC_MAX_LENGTH)
+    if report is not None and not isinstance(report, AttemptReport):
+        raise InvalidInputError("report", "must be an AttemptReport or None")
     try:
         data = canonical_json(result)
     except InvalidInputError as exc:
@@ -57,7 +65,9 @@ def commit_result_with_event(
         {"job_id": lease.job_id, "tenant": lease.tenant, "document_id": lease.document_id,
          "idempotency_key": lease.idempotency_key, "operation_version": lease.operation_version}
     )
-    with transaction.atomic():
+    if connection.vendor == "postgresql":
+        return _commit_in_one_call(lease, data, event_payload, topic, now, report, announce)
+    with transaction.atomic():  # SQLite: the same steps, statement by statement
         complete(lease, now, report)
         inserted = sql.fetch(sql.INSERT_RESULT, {
             "job_id": lease.job_id, "tenant": lease.tenant, "key": lease.idempotency_key,
@@ -72,8 +82,33 @@ def commit_result_with_event(
         })
         if not landed:  # an event without a result: only code bypassing this service could do that
             event_id = OutboxEvent.objects.get(topic=topic, idempotency_key=lease.idempotency_key).event_id
-        wakeups.ring(wakeups.OUTBOX)
         return CommitOutcome(result_id=inserted[0]["id"], event_id=event_id, deduped=False)
+
+
+def _commit_in_one_call(
+    lease: Lease, data: str, event_payload: str, topic: str, now: dt.datetime, report: AttemptReport | None,
+    announce: bool,
+) -> CommitOutcome:
+    columns = report.columns() if report is not None else dict.fromkeys(REPORT_COLUMNS)
+    # In autocommit the call is its own transaction; inside the caller's, a savepoint keeps a refused
+    # commit from aborting the rest of it.
+    try:
+        with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
+            rows = sql.fetch(sql.COMMIT_RESULT, {
+                "job_id": lease.job_id, "fence": lease.fence, "from": sources_of(JobStatus.SUCCEEDED), "now": now,
+                "tenant": lease.tenant,
+                "key": lease.idempotency_key, "payload_hash": lease.payload_hash, "data": data, "topic": topic,
+                "event_id": uuid.uuid4(), "event_payload": event_payload, "notify": announce,
+                "report": report is not None, **columns,
+            })
+    except DatabaseError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) == sql.RESULT_CONFLICT_SQLSTATE:
+            raise IdempotencyConflictError(lease.idempotency_key, where="result") from None
+        raise
+    row = rows[0]
+    if row["outcome"] == "stale":
+        raise StaleLeaseError(lease.job_id, lease.fence)
+    return CommitOutcome(result_id=row["result_id"], event_id=row["event_id"], deduped=row["outcome"] == "deduped")
 
 
 def landed(lease: Lease, topic: str = RESULT_TOPIC) -> CommitOutcome | None:

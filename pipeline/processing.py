@@ -62,6 +62,7 @@ def process_once(
     policy: RetryPolicy = DEFAULT_POLICY,
     budget: Budget | None = None,
     prices: Prices | None = None,
+    announce: bool = True,
 ) -> WorkOutcome:
     """Process at most one job. Extraction may run more than once for a job (at-least-once
     execution); the fenced commit makes its effect happen once. An attempt that would start past
@@ -72,7 +73,8 @@ def process_once(
     our own bookkeeping never does: one in the claim propagates (nothing was counted; a claim that
     landed unseen expires as a lease expiry, not an attempt), and the commit and the nack reconnect
     and carry on (``pipeline.reconnect``). A commit whose outcome the fault hid is settled by asking
-    the database whether this lease's result landed.
+    the database whether this lease's result landed. ``announce=False`` commits without waking the
+    relays (the caller publishes the outbox itself next).
     """
     lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
     if lease is None:
@@ -87,7 +89,7 @@ def process_once(
     try:
         fields = _extract(lease, meter, validator, crash, beat)
         committing = time.monotonic()
-        outcome = _commit(lease, fields, clock, meter.report)
+        outcome = _commit(lease, fields, clock, meter.report, announce)
         commit_seconds = time.monotonic() - committing
     except (LeaseLostError, StaleLeaseError):
         log.warning("job.lease_lost", **job_fields(lease, Outcome.LEASE_LOST, inference_seconds=_inference(meter)))
@@ -131,16 +133,18 @@ def _extract(lease: queue.Lease, meter: Meter, validator: Callable[[dict[str, An
     return fields
 
 
-def _commit(lease: queue.Lease, fields: dict[str, Any], clock: Clock, report: AttemptReport | None) -> CommitOutcome:
+def _commit(lease: queue.Lease, fields: dict[str, Any], clock: Clock, report: AttemptReport | None,
+            announce: bool) -> CommitOutcome:
     try:
-        return commit_result_with_event(lease, fields, clock=clock, report=report)
+        return commit_result_with_event(lease, fields, clock=clock, report=report, announce=announce)
     except CONNECTION_ERRORS as exc:  # it may have landed (the connection died during COMMIT) or not
         log.warning("job.commit_outcome_unknown", job_id=lease.job_id, fence=lease.fence,
                     error_type=type(exc).__name__)
         reconnect.drop_connection()
         try:
             return reconnect.retrying(
-                lambda: landed(lease) or commit_result_with_event(lease, fields, clock=clock, report=report),
+                lambda: landed(lease) or commit_result_with_event(lease, fields, clock=clock, report=report,
+                                                                  announce=announce),
                 what="commit",
             )
         except CONNECTION_ERRORS as fault:

@@ -11,7 +11,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.utils.dateparse import parse_datetime
 
 from pipeline.states import JobStatus, sources_of
@@ -148,9 +148,15 @@ def claim_statement() -> str:
 
 
 def claim_jobs(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Run the claim with its attempt bookkeeping; callers hold a transaction."""
+    """Run the claim with its attempt bookkeeping, atomically: on PostgreSQL one statement (one round
+    trip in autocommit), on SQLite several in one transaction."""
     if connection.vendor == "postgresql":
         return fetch(claim_statement(), params)
+    with transaction.atomic():
+        return _claim_jobs_statement_by_statement(params)
+
+
+def _claim_jobs_statement_by_statement(params: dict[str, Any]) -> list[dict[str, Any]]:
     due = {row["id"]: row["due_at"] for row in fetch(_DUE_BEFORE_CLAIM, params)}
     rows = fetch(claim_statement(), params)
     with connection.cursor() as cursor:
@@ -209,6 +215,19 @@ UPDATE pipeline_outboxevent SET
 WHERE id IN (SELECT id FROM (SELECT id FROM fresh UNION ALL SELECT id FROM due) AS pending ORDER BY id LIMIT %(limit)s)
 RETURNING id, event_id, tenant, topic, idempotency_key, payload, created_at, failures
 """
+
+# The fenced commit in one round trip (the function is migration 0016_commit_function's): job
+# completion, attempt closed with its report, result, outbox event and its doorbell, or nothing. Its
+# outcome is ``committed``, ``deduped`` (the key's result has this payload hash) or ``stale`` (not
+# leased at this fence: nothing written); a result of another payload hash raises SQLSTATE RX409
+# and the call rolls back.
+COMMIT_RESULT = """
+SELECT outcome, result_id, event_id FROM relayops_commit_result(
+    %(job_id)s, %(fence)s, %(from)s, %(now)s, %(tenant)s, %(key)s, %(payload_hash)s, %(data)s, %(topic)s, %(event_id)s,
+    %(event_payload)s, %(notify)s, %(report)s, %(extractor)s, %(model_name)s, %(prompt_hash)s,
+    %(input_tokens)s, %(output_tokens)s, %(inference_seconds)s, %(cost)s)
+"""
+RESULT_CONFLICT_SQLSTATE = "RX409"
 
 # Insert a consumed event id unless it is already remembered; RETURNING is empty for a duplicate.
 INSERT_CONSUMED = """

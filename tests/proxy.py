@@ -4,7 +4,8 @@
 connects through the proxy), ``start()`` brings it back on the same port. ``cut_after_commit(marker)``
 arms a precise fault: the next transaction whose statements contain ``marker`` reaches PostgreSQL,
 its COMMIT is executed there, and the connection is cut before the answer reaches the client, so the
-client cannot know that its commit landed.
+client cannot know that its commit landed. A marked statement sent outside ``BEGIN`` (autocommit) is
+its own transaction: the cut comes before its answer, which PostgreSQL sends once it has committed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import threading
 from dataclasses import dataclass, field
 
 COMMIT = b"COMMIT\x00"  # a simple-query COMMIT message, as psycopg sends it
+BEGIN = b"BEGIN\x00"
+ROLLBACK = b"ROLLBACK\x00"
 
 
 @dataclass
@@ -22,6 +25,7 @@ class _Link:
     server: socket.socket
     saw_marker: bool = False
     cut_pending: bool = False
+    in_transaction: bool = False
     closed: threading.Event = field(default_factory=threading.Event)
 
     def close(self) -> None:
@@ -101,10 +105,14 @@ class Proxy:
                 break
             if not data:
                 break
+            if BEGIN in data:
+                link.in_transaction = True
             if self._marker is not None:
                 link.saw_marker = link.saw_marker or self._marker in data
-                if COMMIT in data:
+                if COMMIT in data or (link.saw_marker and not link.in_transaction):
                     link.cut_pending, link.saw_marker = link.saw_marker, False
+            if COMMIT in data or ROLLBACK in data:
+                link.in_transaction = False
             try:
                 link.server.sendall(data)
             except OSError:

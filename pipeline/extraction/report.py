@@ -43,6 +43,10 @@ class Prices:
         return spent.quantize(COST_PLACES)
 
 
+REPORT_COLUMNS = ("extractor", "model_name", "prompt_hash", "input_tokens", "output_tokens", "inference_seconds",
+                  "cost")  # the attempt row's columns a report fills (AttemptReport.columns)
+
+
 @dataclass(frozen=True)
 class AttemptReport:
     extractor: str

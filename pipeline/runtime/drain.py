@@ -92,8 +92,10 @@ class Drain:
         self.jobs = jobs
         self.outbox = outbox
         self.claim_seconds = claim_seconds
+        # A drain that relays publishes its own commits at its next step: their doorbell would only wake
+        # the other parked drains to race it for the event.
         self.work: Work = work or functools.partial(
-            process_once, extractor=extractor, crash=crash, clock=clock, heartbeat=True)
+            process_once, extractor=extractor, crash=crash, clock=clock, heartbeat=True, announce=not outbox)
         self.publisher = publisher
         self.crash = crash
         self.stop = stop

@@ -71,7 +71,7 @@ def test_a_commit_killed_before_it_landed_is_retried_on_a_fresh_connection_and_c
 
 def test_a_commit_cut_after_it_landed_is_recognised_and_never_repeated(children, proxy):
     (job_id,) = enqueue_jobs(1, FrozenClock(T0))
-    proxy.cut_after_commit(b"pipeline_outboxevent")  # the connection dies between COMMIT and its answer
+    proxy.cut_after_commit(b"relayops_commit_result")  # the connection dies between commit and its answer
     said = children("work", port=proxy.port, worker="w1", now=T0.isoformat(), lease_seconds=30).finish()[-1]
     assert proxy.cuts == 1
     assert (said["outcome"], said["fence"]) == ("committed", 1)
