@@ -78,3 +78,17 @@ def outbox_failure_policy(app_configs: Any = None, **kwargs: Any) -> list[checks
     except InvalidInputError as exc:
         return [checks.Error(f"RELAYOPS_OUTBOX_{exc.field.upper()}: {exc.problem}", id="relayops.E020")]
     return []
+
+
+@checks.register()
+def outbox_batching(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The relay's batch size and window (pipeline.runtime.drain) must be sane."""
+    from pipeline.runtime.drain import Drain
+
+    options = settings.RELAYOPS
+    try:
+        Drain("check", max_seconds=1, batch_size=options["OUTBOX_BATCH_SIZE"],
+              batch_window_seconds=options["OUTBOX_BATCH_WINDOW_SECONDS"])
+    except InvalidInputError as exc:
+        return [checks.Error(f"RELAYOPS_OUTBOX_{exc.field.upper()}: {exc.problem}", id="relayops.E030")]
+    return []

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -22,6 +23,48 @@ class Publisher(Protocol):
     """Delivers an event somewhere. Delivery is at-least-once: consumers dedupe by event id."""
 
     def publish(self, event: Event) -> None: ...
+
+
+@dataclass
+class BatchOutcome:
+    """What publishing a batch did: the events whose publication failed (with the error) and those not
+    tried because the time ran out (given back untouched). Every other event was published."""
+
+    failed: dict[uuid.UUID, Exception] = field(default_factory=dict)
+    untried: set[uuid.UUID] = field(default_factory=set)
+
+    def merge(self, other: "BatchOutcome") -> None:
+        for event_id, error in other.failed.items():
+            self.failed.setdefault(event_id, error)
+        self.untried |= other.untried
+
+
+class BatchPublisher(Protocol):
+    """A publisher that delivers a whole batch at once (the relay prefers it when there): the built-in
+    review consumer applies a batch in one statement. ``out_of_time()`` turns true once the relay's claim
+    is half spent: events not begun by then go in ``untried``."""
+
+    def publish(self, event: Event) -> None: ...
+
+    def publish_batch(self, events: Sequence[Event], out_of_time: Callable[[], bool]) -> BatchOutcome: ...
+
+
+def publish_each(publisher: Publisher, events: Sequence[Event], out_of_time: Callable[[], bool]) -> BatchOutcome:
+    """A batch through ``publisher`` (its ``publish_batch``, or one ``publish`` per event, in order,
+    stopping once out of time). A failed event does not stop the others."""
+    batch = getattr(publisher, "publish_batch", None)
+    if batch is not None:
+        return batch(events, out_of_time)
+    outcome = BatchOutcome()
+    for index, event in enumerate(events):
+        if out_of_time():
+            outcome.untried |= {e.event_id for e in events[index:]}
+            break
+        try:
+            publisher.publish(event)
+        except Exception as exc:  # recorded on the event by the relay: backoff, then parking
+            outcome.failed[event.event_id] = exc
+    return outcome
 
 
 class PublishError(Exception):

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from pipeline.events import Event, Publisher
+from pipeline.events import BatchOutcome, Event, Publisher, publish_each
 from pipeline.extraction.document import Extractor
 from pipeline.extraction.llm import LLMConfig, LLMExtractor
 from pipeline.extraction.rules import invoice_extractor
@@ -87,6 +87,15 @@ class FanoutPublisher:
                 first = first or exc
         if first is not None:
             raise first
+
+    def publish_batch(self, events: Sequence[Event], out_of_time: Callable[[], bool]) -> BatchOutcome:
+        """Each publisher gets the batch in turn (its own ``publish_batch`` where it has one); an event
+        is published when every publisher published it, failed when any failed, and given back untried
+        when one ran out of time before it."""
+        outcome = BatchOutcome()
+        for publisher in self.publishers:
+            outcome.merge(publish_each(publisher, events, out_of_time))
+        return outcome
 
 
 def load_publishers(specs: Sequence[str]) -> Publisher:

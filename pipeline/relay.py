@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -17,7 +17,7 @@ from pipeline.clock import Clock, system_clock
 from pipeline.consumer import ReviewHandoffConsumer
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.errors import InvalidInputError
-from pipeline.events import Event, PublishError, Publisher
+from pipeline.events import BatchOutcome, Event, PublishError, Publisher, publish_each
 from pipeline.models import MAX_PUBLISH_ATTEMPTS, OutboxEvent
 from pipeline.runtime import wakeups
 from relayops.logging import get_logger
@@ -61,6 +61,9 @@ class ConsumerPublisher:
 
     def publish(self, event: Event) -> None:
         self.consumer.handle(event)
+
+    def publish_batch(self, events: Sequence[Event], out_of_time: Callable[[], bool]) -> BatchOutcome:
+        return self.consumer.handle_batch(events)  # one statement: no time to run out of
 
 
 @dataclass(frozen=True)
@@ -112,25 +115,28 @@ def publish_pending(
         "claimed_until": sql.ts(now + dt.timedelta(seconds=claim_seconds)), "limit": batch_size,
         "max_attempts": MAX_PUBLISH_ATTEMPTS,
     })
-    published: list[int] = []
-    parked = released = 0
-    stop_at = monotonic() + claim_seconds / 2
     ordered = sorted(rows, key=lambda r: r["id"])
-    for index, row in enumerate(ordered):
-        if monotonic() >= stop_at:  # slow publishers (webhooks timing out): give the rest back untried
-            released = _release([r["id"] for r in ordered[index:]], token)
-            break
-        try:
-            publisher.publish(_event(row))
-        except Exception as exc:  # a failed publish stays pending, backs off, and is parked at the last
-            parked += _record_failure(row, token, exc, policy, clock.now())
-            continue
+    events = {row["id"]: _event(row) for row in ordered}
+    stop_at = monotonic() + claim_seconds / 2  # slow publishers (webhooks timing out): give the rest back
+    outcome = publish_each(publisher, list(events.values()), lambda: monotonic() >= stop_at) if rows else BatchOutcome()
+    published: list[int] = []
+    parked = 0
+    untried: list[int] = []
+    for row in ordered:
+        event_id = events[row["id"]].event_id
+        if event_id in outcome.failed:  # a failed publish stays pending, backs off, and is parked at the last
+            parked += _record_failure(row, token, outcome.failed[event_id], policy, clock.now())
+        elif event_id in outcome.untried:
+            untried.append(row["id"])
+        else:
+            published.append(row["id"])
+    released = _release(untried, token) if untried else 0
+    if published:
         crash("after_publish_before_mark")
-        published.append(row["id"])
     marked = OutboxEvent.objects.filter(pk__in=published, claim_token=token, published_at__isnull=True).update(
         published_at=clock.now(), claim_token=None, claimed_until=None
     ) if published else 0
-    return RelayReport(claimed=len(rows), published=marked, failed=len(rows) - len(published) - released,
+    return RelayReport(claimed=len(rows), published=marked, failed=len(rows) - len(published) - len(untried),
                        lost_claims=len(published) - marked, parked=parked, released=released)
 
 

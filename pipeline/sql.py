@@ -238,6 +238,25 @@ RETURNING id
 """
 
 
+# The review consumer's batch in one statement: remember each event id unless already consumed, and
+# hand off a pending review for each one new (a republished event finds its id remembered and does
+# nothing). The events come as parallel arrays; RETURNING lists the reviews created.
+CONSUME_REVIEWS = """
+WITH incoming (event_id, tenant, document_id, idempotency_key, job_id) AS (
+    SELECT * FROM unnest(%(event_ids)s::uuid[], %(tenants)s::varchar[], %(documents)s::varchar[],
+                         %(keys)s::varchar[], %(jobs)s::bigint[])
+), fresh AS (
+    INSERT INTO pipeline_consumedevent (consumer, event_id, consumed_at)
+    SELECT %(consumer)s, event_id, %(now)s FROM incoming
+    ON CONFLICT (consumer, event_id) DO NOTHING
+    RETURNING event_id
+)
+INSERT INTO pipeline_review (tenant, document_id, idempotency_key, event_id, job_id, status, created_at)
+SELECT incoming.tenant, incoming.document_id, incoming.idempotency_key, incoming.event_id, incoming.job_id,
+       'pending', %(now)s
+FROM incoming JOIN fresh ON fresh.event_id = incoming.event_id
+RETURNING tenant, job_id, idempotency_key
+"""
 
 # Enqueue in one statement: insert the job unless its key (or its tenant, document and version, the
 # same thing) already has one, and ring the jobs doorbell only when a row was inserted. The NOTIFY

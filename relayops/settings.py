@@ -236,6 +236,10 @@ RELAYOPS = {
     "DRAIN_POLL_SECONDS": env.float("RELAYOPS_DRAIN_POLL_SECONDS", default=5.0),
     # How long the relay holds a claimed outbox row before another relay may take it.
     "OUTBOX_CLAIM_SECONDS": env.float("RELAYOPS_OUTBOX_CLAIM_SECONDS", default=30.0),
+    # Under load a drain relays its commits in batches: at most this many events per relay pass, and
+    # at most this long after its last pass while jobs keep coming (an idle drain relays at once).
+    "OUTBOX_BATCH_SIZE": env.int("RELAYOPS_OUTBOX_BATCH_SIZE", default=100),
+    "OUTBOX_BATCH_WINDOW_SECONDS": env.float("RELAYOPS_OUTBOX_BATCH_WINDOW_SECONDS", default=0.05),
     # On SIGTERM running jobs get this long to finish; then their leases are released (no attempt).
     "SHUTDOWN_GRACE_SECONDS": env.float("RELAYOPS_SHUTDOWN_GRACE_SECONDS", default=25.0),
     # A worker whose peak memory grew past this exits between two drains; the sentinel spawns a fresh one.

@@ -37,7 +37,7 @@ from pipeline.runtime import liveness, wakeups
 from pipeline.runtime.shutdown import STATE, StopState, release_held
 from pipeline.states import JobStatus
 from relayops.logging import get_logger
-from relayops.validation import check_number
+from relayops.validation import check_int, check_number
 
 log = get_logger(__name__)
 
@@ -45,6 +45,8 @@ WAIT_SLICE_SECONDS = 0.25  # a parked drain notices a stop request this fast
 MIN_WAIT_SECONDS = 0.02  # floor when a due row is held by another claimer: no busy loop
 PRESENCE_IDLE_SECONDS = 2.0  # how often an idle drain records its presence (relayops_health reads it)
 PRESENCE_BUSY_SECONDS = 1.0
+DEFAULT_BATCH_SIZE = 100
+DEFAULT_BATCH_WINDOW_SECONDS = 0.05
 
 Work = Callable[[str], WorkOutcome]  # one unit of work for a worker id: at most one job
 
@@ -76,6 +78,8 @@ class Drain:
         outbox: bool = True,
         poll_seconds: float = 5.0,
         claim_seconds: float = relay.DEFAULT_CLAIM_SECONDS,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_window_seconds: float = DEFAULT_BATCH_WINDOW_SECONDS,
         work: Work | None = None,
         extractor: Extractor = invoice_extractor,
         publisher: Publisher | None = None,
@@ -92,6 +96,12 @@ class Drain:
         self.jobs = jobs
         self.outbox = outbox
         self.claim_seconds = claim_seconds
+        self.batch_size = check_int("batch_size", batch_size, low=1, high=10_000)
+        self.batch_window = check_number("batch_window_seconds", batch_window_seconds, high=60)
+        if self.batch_window < 0:
+            raise InvalidInputError("batch_window_seconds", "must be 0 (no batching) or more")
+        self._relayed_at = -1e9
+        self._owed = False  # this drain committed events it has not relayed yet
         # A drain that relays publishes its own commits at its next step: their doorbell would only wake
         # the other parked drains to race it for the event.
         self.work: Work = work or functools.partial(
@@ -127,34 +137,52 @@ class Drain:
     def _loop(self, report: DrainReport, listener: wakeups.Listener | None, end: float) -> DrainEnding:
         while not self.stop.requested.is_set():
             if self.monotonic() >= end:
+                self._relay_owed(report)
                 return DrainEnding.BUDGET
             if not self._step(report):
                 self._park(listener, end, report)
+        self._relay_owed(report)
         return DrainEnding.STOPPED
 
     def _step(self, report: DrainReport) -> bool:
-        """Run at most one job, then publish what is pending. True if anything was done.
+        """Run at most one job, then publish what is pending. True if there may be more to do at once.
 
-        The connection is checked first (Django pings it once if it failed or is due for renewal), so
-        a job is never claimed on a connection known to be broken. A database error ends the drain.
+        Under load the relay runs at most every ``batch_window`` seconds, so its commits are published
+        in batches; once no job is claimable it runs at once. The connection is checked first (Django
+        pings it once if it failed or is due for renewal), so a job is never claimed on a connection
+        known to be broken. A database error ends the drain.
         """
         worked = False
         try:
             connection.close_if_unusable_or_obsolete()
             if self.jobs and self.work(self.worker_id).outcome != Outcome.IDLE:
                 report.jobs += 1
-                worked = True
-            if self.outbox:
-                relayed = relay.publish_pending(publisher=self.publisher, crash=self.crash,
-                                                claim_seconds=self.claim_seconds, clock=self.clock)
-                report.published += relayed.published
-                worked = worked or relayed.claimed > 0
+                self._owed = worked = True
+            if self.outbox and (not worked or self.monotonic() - self._relayed_at >= self.batch_window):
+                relayed = self._relay(report)
+                worked = worked or relayed.claimed >= self.batch_size or relayed.released > 0
             self._record_presence(progress=worked)
         except DatabaseError as exc:
             log.warning("drain.database_error", worker=self.worker_id, error_type=type(exc).__name__)
             drop_connection()
             raise
         return worked
+
+    def _relay(self, report: DrainReport) -> relay.RelayReport:
+        relayed = relay.publish_pending(self.batch_size, publisher=self.publisher, crash=self.crash,
+                                        claim_seconds=self.claim_seconds, clock=self.clock)
+        self._relayed_at, self._owed = self.monotonic(), False
+        report.published += relayed.published
+        return relayed
+
+    def _relay_owed(self, report: DrainReport) -> None:
+        """Publish this drain's last commits before it ends (it rang no doorbell for them)."""
+        if self.outbox and self._owed:
+            try:
+                self._relay(report)
+            except DatabaseError as exc:  # the events stay pending: any drain's next look publishes them
+                log.warning("drain.database_error", worker=self.worker_id, error_type=type(exc).__name__)
+                drop_connection()
 
     def _record_presence(self, *, progress: bool) -> None:
         now = self.monotonic()

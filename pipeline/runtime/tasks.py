@@ -50,6 +50,7 @@ def _run(max_seconds: float | None, *, jobs: bool, outbox: bool) -> dict[str, An
     report = Drain(
         liveness.worker_id(), max_seconds=max_seconds or options["DRAIN_SECONDS"], jobs=jobs, outbox=outbox,
         poll_seconds=options["DRAIN_POLL_SECONDS"], claim_seconds=options["OUTBOX_CLAIM_SECONDS"],
+        batch_size=options["OUTBOX_BATCH_SIZE"], batch_window_seconds=options["OUTBOX_BATCH_WINDOW_SECONDS"],
         extractor=configured_extractor(), publisher=configured_publisher(), crash=crash_injector(),
     ).run()
     return asdict(report)

@@ -115,6 +115,10 @@ def relay(args: dict[str, Any]) -> None:
             self.delivered.append(str(event.event_id))
             super().publish(event)
 
+        def publish_batch(self, events, out_of_time):
+            self.delivered.extend(str(event.event_id) for event in events)
+            return super().publish_batch(events, out_of_time)
+
     publisher = Recording()
     barrier(args["barrier"])
     marked = lost = 0

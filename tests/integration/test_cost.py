@@ -5,8 +5,8 @@ Pinned figures (PostgreSQL, autocommit as in production):
   lease_next                 1 statement, 1 transaction (the claim, closing and opening attempts)
   commit_result_with_event   1 statement, 1 transaction (the function relayops_commit_result: complete,
                              close attempt, result, event, NOTIFY)
-  publish_pending (n events) 2 + 2n statements: one claim and one mark per batch, the consumer's
-                             two inserts per event (no N+1 on the relay's side)
+  publish_pending (n events) 3 statements: one claim, the review consumer's batch, one mark (+1 for the
+                             webhook publisher's read of the batch's endpoints)
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from pipeline import queue, relay, sql
-from pipeline.models import Job
+from pipeline.models import ConsumedEvent, Job, Review
 from pipeline.outbox import commit_result_with_event
 from pipeline.states import JobStatus
 from tests.conftest import invoice
@@ -104,10 +104,27 @@ def test_the_relay_claims_and_marks_once_per_batch(clock):
     statements, transactions = hot_path(queries)
     assert statements == [
         "WITH fresh AS",  # the claim (sql.CLAIM_EVENTS): one UPDATE fed by its two index scans
-        *["INSERT INTO pipeline_consumedevent", 'INSERT INTO "pipeline_review"'] * 5,
-        'UPDATE "pipeline_outboxevent" SET',
+        "WITH incoming (event_id,",  # the review consumer's whole batch (sql.CONSUME_REVIEWS)
+        'UPDATE "pipeline_outboxevent" SET',  # the mark
     ]
-    assert transactions == 1 + 5 + 1  # the claim, one per consumed event, the mark
+    assert transactions == 3
+    assert Review.objects.count() == ConsumedEvent.objects.count() == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_default_publishers_cost_one_statement_more_per_batch_not_per_event(clock):
+    """The review consumer and the webhook publisher (RELAYOPS_PUBLISHERS' default): the webhook
+    publisher reads the batch's endpoints once; an event no endpoint wants costs nothing more."""
+    from pipeline.plugins import configured_publisher
+
+    for n in range(5):
+        queue.enqueue("acme", f"inv-{n}", 1, invoice(n), clock=clock)
+        commit_result_with_event(queue.lease_next("w1", clock=clock), FIELDS, clock=clock)
+    with CaptureQueriesContext(connection) as queries:
+        report = relay.publish_pending(batch_size=10, publisher=configured_publisher(), clock=clock)
+    assert report.published == 5
+    statements, transactions = hot_path(queries)
+    assert [s.split()[0] for s in statements] == ["WITH", "WITH", "SELECT", "UPDATE"] and transactions == 4
 
 
 def plan_nodes(plan: dict) -> list[dict]:

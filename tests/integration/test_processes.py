@@ -161,31 +161,32 @@ def tables_written_by(pid: int) -> set[str]:
 
 
 @pytest.mark.parametrize("killed", [True, False], ids=["sigkill", "control-no-kill"])
-def test_sigkill_between_the_inserts_and_the_commit_leaves_neither_row(children, hold_outbox_insert, killed):
+def test_sigkill_inside_the_commit_leaves_all_of_it_or_none(children, hold_outbox_insert, killed):
+    """The commit is one statement (relayops_commit_result), its own transaction: a worker killed while
+    the database runs it cannot leave part of it. PostgreSQL finishes the statement it was sent (a
+    killed client is noticed only when the answer is sent) and commits it whole: the job is done, with
+    one result and one event, and the next worker finds nothing to do."""
     (job_id,) = enqueue_jobs(1, FrozenClock(T0))
     with gate(hold_outbox_insert):
         worker = children("work", worker="doomed", now=T0.isoformat(), lease_seconds=30)
         (pid,) = poll("the worker held inside its commit", lambda: waiting_on(hold_outbox_insert))
-        # The child's open transaction has completed the job and inserted the result and the event.
+        # The child's commit has completed the job and inserted the result, and waits to insert the event.
         assert tables_written_by(pid) == {"pipeline_job", "pipeline_result", "pipeline_outboxevent"}
-        assert fetch("SELECT query FROM pg_stat_activity WHERE pid = %s", [pid])[0][0].lstrip().startswith(
-            "INSERT INTO pipeline_outboxevent")
+        assert "relayops_commit_result" in fetch("SELECT query FROM pg_stat_activity WHERE pid = %s", [pid])[0][0]
+        assert (Result.objects.count(), OutboxEvent.objects.count()) == (0, 0)  # nothing visible yet
         if killed:
             worker.proc.send_signal(signal.SIGKILL)
             assert worker.proc.wait(DEADLINE_SECONDS) == -signal.SIGKILL
     poll("the worker's backend to end", lambda: not fetch("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]))
 
-    job = Job.objects.get(pk=job_id)
-    if not killed:  # the control: the same run, not killed, commits all three together
+    if not killed:
         assert worker.finish()[-1]["outcome"] == "committed"
-        assert (job.status, one_of_each("acme:doc-0:v1")[:2]) == ("succeeded", (1, 1))
-        return
-    assert (Result.objects.count(), OutboxEvent.objects.count()) == (0, 0)
-    assert (job.status, job.fence, job.lease_owner) == ("leased", 1, "doomed")
-    # A new worker takes the expired lease over and commits exactly once.
-    clock = FrozenClock(T0 + dt.timedelta(seconds=31))
-    out = process_once("heir", clock=clock, lease_seconds=30)
-    assert (out.outcome, out.fence) == ("committed", 2)
+    job = Job.objects.get(pk=job_id)
+    assert (job.status, job.fence, one_of_each("acme:doc-0:v1")[:2]) == ("succeeded", 1, (1, 1))
+    (attempt,) = Attempt.objects.filter(job_id=job_id)  # one lease, closed by its commit
+    assert (attempt.fence, attempt.error_code, attempt.ended_at is not None) == (1, "", True)
+    out = process_once("heir", clock=FrozenClock(T0 + dt.timedelta(seconds=31)), lease_seconds=30)
+    assert out.outcome == "idle"
     assert one_of_each("acme:doc-0:v1")[:2] == (1, 1)
 
 

@@ -223,7 +223,11 @@ def test_a_batch_of_slow_publications_gives_back_what_it_had_no_time_to_try(cloc
     events = [committed("acme", n, clock) for n in range(3)]
     ticks = iter([0.0, 1.0, 16.0, 16.0])  # the claim is 30 s: after the first event, half of it has passed
 
-    report = relay.publish_pending(clock=clock, claim_seconds=30, monotonic=lambda: next(ticks))
+    class OneByOne:  # a publisher of one event at a time (as a webhook is), delivering to the review consumer
+        def publish(self, event) -> None:
+            relay.ConsumerPublisher(clock).publish(event)
+
+    report = relay.publish_pending(publisher=OneByOne(), clock=clock, claim_seconds=30, monotonic=lambda: next(ticks))
     assert (report.claimed, report.published, report.released, report.failed) == (3, 1, 2, 0)
     rest = OutboxEvent.objects.filter(pk__in=[e.pk for e in events[1:]])
     assert all(e.claim_token is None and e.publish_attempts == 0 for e in rest)  # untried: not counted
