@@ -203,14 +203,15 @@ def _invoice(n: int) -> Any:
 
 # --- 1. pgbench ----------------------------------------------------------------------------------------------
 
-def _captured(run) -> list[tuple[str, Any]]:  # noqa: ANN001
-    """The statements ``run()`` sends through Django's connection, with their parameters."""
+def _captured(run) -> list[tuple[str, Any, bool]]:  # noqa: ANN001
+    """The statements ``run()`` sends through Django's connection, with their parameters and whether
+    they ran inside a transaction block (else each was its own transaction, in autocommit)."""
     from django.db import connection
 
-    seen: list[tuple[str, Any]] = []
+    seen: list[tuple[str, Any, bool]] = []
 
     def wrapper(execute, sql, params, many, context):  # noqa: ANN001
-        seen.append((sql, params))
+        seen.append((sql, params, connection.in_atomic_block))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(wrapper):
@@ -269,14 +270,21 @@ def capture_script() -> tuple[str, dict[str, int]]:
     marks = {CAPTURE_JOB_ID: ":id", CAPTURE_FENCE: ":fence", lease.idempotency_key: ":idempotency_key",
              outcomes[0].event_id: "gen_random_uuid()", outcomes[0].event_id.hex: "gen_random_uuid()",
              str(outcomes[0].event_id): "gen_random_uuid()"}
-    lines = ["-- RelayOps' claim transaction, as lease_next issued it"]
-    (claim_sql, claim_params), = claim
-    lines += ["BEGIN;", _literal(claim_sql, claim_params, {}).strip() + r" \gset", "COMMIT;",
-              "-- RelayOps' commit transaction, as commit_result_with_event issued it", "BEGIN;"]
-    lines += [_literal(sql, params, marks).strip() + ";" for sql, params in commit]
-    lines.append("COMMIT;")
+    (claim_sql, claim_params, claim_in_block), = claim
+    lines = ["-- RelayOps' claim transaction, as lease_next issued it",
+             *_transaction([_literal(claim_sql, claim_params, {}).strip() + r" \gset"], claim_in_block),
+             "-- RelayOps' commit transaction, as commit_result_with_event issued it",
+             *_transaction([_literal(sql, params, marks).strip() + ";" for sql, params, _ in commit],
+                           any(in_block for *_, in_block in commit))]
     script = "\n".join(" ".join(line.split()) if not line.startswith("--") else line for line in lines) + "\n"
     return script, {"claim": len(claim), "commit": len(commit)}
+
+
+def _transaction(statements: list[str], in_block: bool) -> list[str]:
+    """Statements as one transaction, the way the code ran them: in BEGIN/COMMIT, or one autocommit
+    statement (its own transaction, one round trip)."""
+    assert in_block or len(statements) == 1, "several autocommit statements are not one transaction"
+    return ["BEGIN;", *statements, "COMMIT;"] if in_block else statements
 
 
 def seed(jobs: int) -> None:

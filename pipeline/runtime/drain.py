@@ -100,8 +100,14 @@ class Drain:
         self.batch_window = check_number("batch_window_seconds", batch_window_seconds, high=60)
         if self.batch_window < 0:
             raise InvalidInputError("batch_window_seconds", "must be 0 (no batching) or more")
-        self._relayed_at = -1e9
+        self._relayed_at = monotonic()  # a window starts with the drain
         self._owed = False  # this drain committed events it has not relayed yet
+        self._relay_more = True  # the last relay pass may have left events (it filled its batch, or gave some back)
+        # What ended the last park: the doorbells rung, or none (a timeout, or the drain's start); None when
+        # the drain has not parked since its last step (it is busy).
+        self._woken: set[str] | None = set()
+        self._park_deadline: float | None = None
+        self._lost_race = False  # the last step was woken by the jobs doorbell and found no job
         # A drain that relays publishes its own commits at its next step: their doorbell would only wake
         # the other parked drains to race it for the event.
         self.work: Work = work or functools.partial(
@@ -158,15 +164,28 @@ class Drain:
             if self.jobs and self.work(self.worker_id).outcome != Outcome.IDLE:
                 report.jobs += 1
                 self._owed = worked = True
-            if self.outbox and (not worked or self.monotonic() - self._relayed_at >= self.batch_window):
+            if self.outbox and self._relay_due(worked):
                 relayed = self._relay(report)
-                worked = worked or relayed.claimed >= self.batch_size or relayed.released > 0
+                self._relay_more = relayed.claimed >= self.batch_size or relayed.released > 0
+                worked = worked or self._relay_more
             self._record_presence(progress=worked)
+            self._lost_race = not worked and self._woken == {wakeups.JOBS}
+            self._woken = None
         except DatabaseError as exc:
             log.warning("drain.database_error", worker=self.worker_id, error_type=type(exc).__name__)
             drop_connection()
             raise
         return worked
+
+    def _relay_due(self, worked: bool) -> bool:
+        """Whether this step relays. Its own commits: under load once per batch window, else at once.
+        Anyone's events: when the last pass left some, when the outbox doorbell rang, and on every look
+        that no doorbell caused (a due backoff or claim expiry, the poll: events a dead drain left).
+        Woken by the jobs doorbell for a job another drain took, it does not look at the outbox."""
+        if self._owed:
+            return not worked or self.monotonic() - self._relayed_at >= self.batch_window
+        looked = self._woken is not None and (not self._woken or wakeups.OUTBOX in self._woken)
+        return self._relay_more or looked
 
     def _relay(self, report: DrainReport) -> relay.RelayReport:
         relayed = relay.publish_pending(self.batch_size, publisher=self.publisher, crash=self.crash,
@@ -191,19 +210,29 @@ class Drain:
             self._presence_at = now
 
     def _park(self, listener: wakeups.Listener | None, end: float, report: DrainReport) -> None:
-        """Wait for a NOTIFY, the next due row, the next presence record or the end of the budget."""
-        presence_due = self._presence_at + PRESENCE_IDLE_SECONDS - self.monotonic()
-        timeout = min(end - self.monotonic(), self.poll_seconds, presence_due,
-                      self._seconds_until_due(self.clock.now()))
-        deadline = self.monotonic() + max(timeout, MIN_WAIT_SECONDS)
+        """Wait for a NOTIFY, the next due row, the next presence record or the end of the budget.
+
+        Woken for a job that another drain took, the drain parks again until the deadline it had: what
+        was due then is due then still (a doorbell announces work claimable now), and looking again
+        would cost a statement for every drain the doorbell woke.
+        """
+        if self._lost_race and self._park_deadline is not None and self._park_deadline > self.monotonic():
+            deadline = self._park_deadline
+        else:
+            presence_due = self._presence_at + PRESENCE_IDLE_SECONDS - self.monotonic()
+            timeout = min(end - self.monotonic(), self.poll_seconds, presence_due,
+                          self._seconds_until_due(self.clock.now()))
+            deadline = self._park_deadline = self.monotonic() + max(timeout, MIN_WAIT_SECONDS)
+        self._woken = set()  # unless a doorbell rings
         while not self.stop.requested.is_set():
             left = deadline - self.monotonic()
             if left <= 0:
                 return
             if listener is None:
                 self.stop.requested.wait(min(left, WAIT_SLICE_SECONDS))
-            elif listener.wait(min(left, WAIT_SLICE_SECONDS)):
+            elif rung := listener.wait(min(left, WAIT_SLICE_SECONDS)):
                 report.wakeups += 1
+                self._woken = rung
                 return
 
     def _seconds_until_due(self, now: dt.datetime) -> float:

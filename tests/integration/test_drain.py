@@ -95,3 +95,47 @@ def test_a_drain_is_present_from_its_start_even_when_its_first_job_is_long():
 
     Drain("node:7", max_seconds=5, outbox=False, stop=stop, work=long_first_job).run()
     assert present_when_working == [True]
+
+
+@pytest.mark.parametrize(("window", "passes"), [(60.0, 1), (0.0, 5)])
+def test_under_a_backlog_a_drain_relays_its_commits_in_batches(window, passes):
+    """With a batch window the drain publishes its commits once no job is left (one mark, one
+    published_at for all); with none, after every job."""
+    from pipeline.models import Review
+
+    for n in range(5):
+        queue.enqueue("acme", f"doc-{n}", 1, invoice(n))
+    report = Drain("node:1", max_seconds=0.5, poll_seconds=0.1, batch_window_seconds=window, stop=StopState()).run()
+    assert (report.jobs, report.published) == (5, 5)
+    marks = set(OutboxEvent.objects.values_list("published_at", flat=True))
+    assert None not in marks and len(marks) == passes
+    assert Review.objects.count() == 5
+
+
+def test_a_drain_that_ends_publishes_the_commits_it_owes():
+    """A drain relays its own commits (it rings no doorbell for them): ending within the window, it
+    publishes them before it goes."""
+    for n in range(3):
+        queue.enqueue("acme", f"doc-{n}", 1, invoice(n))
+    stop = StopState()
+    ran: list[int] = []
+
+    def work(worker_id: str) -> WorkOutcome:
+        outcome = process_once(worker_id, announce=False)
+        ran.append(outcome.job_id or 0)
+        if len(ran) == 2:
+            stop.requested.set()  # the worker is told to stop after its second job, mid-backlog
+        return outcome
+
+    report = Drain("node:1", max_seconds=5, poll_seconds=0.1, batch_window_seconds=60, work=work, stop=stop).run()
+    assert (report.jobs, report.published, report.ended) == (2, 2, "stopped")
+    assert OutboxEvent.objects.filter(published_at__isnull=True).count() == 0
+
+
+def test_the_relay_settings_are_checked():
+    from pipeline.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="batch_size"):
+        Drain("node:1", max_seconds=1, batch_size=0)
+    with pytest.raises(InvalidInputError, match="batch_window_seconds"):
+        Drain("node:1", max_seconds=1, batch_window_seconds=-1)
