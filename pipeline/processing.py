@@ -63,6 +63,7 @@ def process_once(
     budget: Budget | None = None,
     prices: Prices | None = None,
     announce: bool = True,
+    commit_times: list[tuple[int, int, float]] | None = None,
 ) -> WorkOutcome:
     """Process at most one job. Extraction may run more than once for a job (at-least-once
     execution); the fenced commit makes its effect happen once. An attempt that would start past
@@ -74,7 +75,9 @@ def process_once(
     landed unseen expires as a lease expiry, not an attempt), and the commit and the nack reconnect
     and carry on (``pipeline.reconnect``). A commit whose outcome the fault hid is settled by asking
     the database whether this lease's result landed. ``announce=False`` commits without waking the
-    relays (the caller publishes the outbox itself next).
+    relays (the caller publishes the outbox itself next). With ``commit_times`` the commit's time is
+    appended there for the caller to record with others (``queue.record_commit_times``) instead of
+    written at once.
     """
     lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
     if lease is None:
@@ -102,7 +105,10 @@ def process_once(
         return _fail(lease, exc, clock, policy, meter.report)
     crash("after_commit_before_ack")
     done = Outcome.DEDUPED if outcome.deduped else Outcome.COMMITTED
-    _record_commit_seconds(lease, commit_seconds)
+    if commit_times is not None:
+        commit_times.append((lease.job_id, lease.fence, commit_seconds))
+    else:
+        _record_commit_seconds(lease, commit_seconds)
     log.info("job.committed", **job_fields(lease, done, inference_seconds=_inference(meter),
                                             commit_seconds=commit_seconds))
     return WorkOutcome(done, lease.job_id, lease.fence)

@@ -229,6 +229,13 @@ SELECT outcome, result_id, event_id FROM relayops_commit_result(
 """
 RESULT_CONFLICT_SQLSTATE = "RX409"
 
+# Many commits' times onto their attempt rows in one statement (parallel arrays: job, fence, seconds).
+RECORD_COMMIT_TIMES = """
+UPDATE pipeline_attempt SET commit_seconds = t.seconds
+FROM unnest(%(jobs)s::bigint[], %(fences)s::bigint[], %(seconds)s::float8[]) AS t(job_id, fence, seconds)
+WHERE pipeline_attempt.job_id = t.job_id AND pipeline_attempt.fence = t.fence
+"""
+
 # Insert a consumed event id unless it is already remembered; RETURNING is empty for a duplicate.
 INSERT_CONSUMED = """
 INSERT INTO pipeline_consumedevent (consumer, event_id, consumed_at)

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 
-from pipeline import relay, sql
+from pipeline import queue, relay, sql
 from pipeline.clock import Clock, system_clock
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.errors import InvalidInputError, ShutdownInterrupt
@@ -32,7 +32,7 @@ from pipeline.extraction.document import Extractor
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.models import MAX_PUBLISH_ATTEMPTS, Job, OutboxEvent
 from pipeline.processing import Outcome, WorkOutcome, process_once
-from pipeline.reconnect import drop_connection
+from pipeline.reconnect import CONNECTION_ERRORS, drop_connection
 from pipeline.runtime import liveness, wakeups
 from pipeline.runtime.shutdown import STATE, StopState, release_held
 from pipeline.states import JobStatus
@@ -108,10 +108,12 @@ class Drain:
         self._woken: set[str] | None = set()
         self._park_deadline: float | None = None
         self._lost_race = False  # the last step was woken by the jobs doorbell and found no job
+        self.commit_times: list[tuple[int, int, float]] = []  # recorded in one statement per relay pass
         # A drain that relays publishes its own commits at its next step: their doorbell would only wake
         # the other parked drains to race it for the event.
         self.work: Work = work or functools.partial(
-            process_once, extractor=extractor, crash=crash, clock=clock, heartbeat=True, announce=not outbox)
+            process_once, extractor=extractor, crash=crash, clock=clock, heartbeat=True, announce=not outbox,
+            commit_times=self.commit_times if outbox else None)
         self.publisher = publisher
         self.crash = crash
         self.stop = stop
@@ -192,7 +194,18 @@ class Drain:
                                         claim_seconds=self.claim_seconds, clock=self.clock)
         self._relayed_at, self._owed = self.monotonic(), False
         report.published += relayed.published
+        self._record_commit_times()
         return relayed
+
+    def _record_commit_times(self) -> None:
+        """Best effort, after the commits landed: a lost connection loses only these numbers."""
+        times, self.commit_times[:] = list(self.commit_times), []
+        try:
+            queue.record_commit_times(times)
+        except CONNECTION_ERRORS as exc:
+            log.warning("drain.commit_times_not_recorded", worker=self.worker_id, commits=len(times),
+                        error_type=type(exc).__name__)
+            raise
 
     def _relay_owed(self, report: DrainReport) -> None:
         """Publish this drain's last commits before it ends (it rang no doorbell for them)."""

@@ -198,3 +198,18 @@ def test_the_partial_index_matches_the_claim_even_on_a_small_table(clock):
         cursor.execute("SET LOCAL enable_seqscan = off")
     scans = [node.get("Index Name") for node in explain_claim(clock.now()) if "Relation Name" in node]
     assert "job_claimable" in scans, scans
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_drain_records_its_commits_times_in_one_statement(clock):
+    from pipeline.models import Attempt
+
+    leases = []
+    for n in range(3):
+        queue.enqueue("acme", f"inv-{n}", 1, invoice(n), clock=clock)
+        leases.append(queue.lease_next("w1", clock=clock))
+        commit_result_with_event(leases[-1], FIELDS, clock=clock)
+    with CaptureQueriesContext(connection) as queries:
+        written = queue.record_commit_times([(lease.job_id, lease.fence, 0.001 * n) for n, lease in enumerate(leases)])
+    assert written == 3 and hot_path(queries) == (['UPDATE pipeline_attempt SET'], 1)
+    assert sorted(Attempt.objects.values_list("commit_seconds", flat=True)) == [0.0, 0.001, 0.002]

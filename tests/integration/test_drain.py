@@ -110,6 +110,8 @@ def test_under_a_backlog_a_drain_relays_its_commits_in_batches(window, passes):
     marks = set(OutboxEvent.objects.values_list("published_at", flat=True))
     assert None not in marks and len(marks) == passes
     assert Review.objects.count() == 5
+    # Each commit's time is kept, recorded with the relay pass that published it.
+    assert Attempt.objects.filter(commit_seconds__isnull=False).count() == 5
 
 
 def test_a_drain_that_ends_publishes_the_commits_it_owes():
