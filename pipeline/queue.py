@@ -1,5 +1,5 @@
-"""The queue service: enqueue, lease, heartbeat, complete, nack, release, expire, and an operator's cancel
-and run-now. The only code that moves a job.
+"""The queue service: enqueue, lease, heartbeat (one lease, or many in one statement), complete, nack,
+release, expire, and an operator's cancel and run-now. The only code that moves a job.
 
 Every change of a job's status, lease or fence is one guarded write that reports whether it landed:
 a lease holder's writes are guarded by ``id``, ``fence`` and ``status = 'leased'``, and every status
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -253,6 +253,22 @@ def heartbeat(lease: Lease, *, lease_seconds: float | None = None, clock: Clock 
     if not _held(lease.job_id, lease.fence).update(lease_until=lease_until):
         raise StaleLeaseError(lease.job_id, lease.fence)
     return replace(lease, lease_until=lease_until)
+
+
+def heartbeat_many(extensions: Sequence[tuple[Lease, dt.datetime]]) -> dict[tuple[int, int], Lease]:
+    """Extend many leases in one statement, each to its own expiry (``(lease, lease_until)``), as a
+    worker's heartbeat does for all the leases it holds. Returns the extended leases with their new
+    expiry by ``(job_id, fence)``; a lease missing from it is no longer held (as StaleLeaseError)."""
+    if not isinstance(extensions, (list, tuple)) or not all(
+            isinstance(pair, tuple) and len(pair) == 2 for pair in extensions):
+        raise InvalidInputError("extensions", "must be a list of (lease, lease_until) pairs")
+    for lease, until in extensions:
+        _check_lease(lease)
+        if not isinstance(until, dt.datetime) or until.tzinfo is None:
+            raise InvalidInputError("lease_until", "must be a timezone-aware datetime")
+    extended = sql.extend_leases([(lease.job_id, lease.fence, until) for lease, until in extensions])
+    return {(lease.job_id, lease.fence): replace(lease, lease_until=until)
+            for lease, until in extensions if (lease.job_id, lease.fence) in extended}
 
 
 def complete(lease: Lease, now: dt.datetime, report: AttemptReport | None = None) -> None:

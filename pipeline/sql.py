@@ -292,3 +292,39 @@ def insert_job(values: dict[str, Any], *, notify_channel: str) -> int | None:
     else:
         rows = fetch(insert, values)
     return rows[0]["id"] if rows else None
+
+
+# Extend many leases in one statement, each to its own expiry (leases may differ in length). Each is
+# guarded as every lease holder's write is: this job, this fence, still leased. RETURNING names the
+# leases that were extended; one missing from it is no longer held. PostgreSQL takes the leases as
+# three arrays (one statement text for any number of leases); SQLite, one VALUES row per lease.
+_EXTEND_LEASES = """
+UPDATE pipeline_job AS job SET lease_until = beat.lease_until
+FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[], %(until)s::timestamptz[]) AS beat (id, fence, lease_until)
+WHERE job.id = beat.id AND job.fence = beat.fence AND job.status = 'leased'
+RETURNING job.id, job.fence
+"""
+_EXTEND_LEASES_SQLITE = """
+UPDATE pipeline_job SET lease_until = beat.column3
+FROM (VALUES {rows}) AS beat
+WHERE pipeline_job.id = beat.column1 AND pipeline_job.fence = beat.column2 AND pipeline_job.status = 'leased'
+RETURNING id, fence
+"""
+
+
+def extend_leases(leases: list[tuple[int, int, dt.datetime]]) -> set[tuple[int, int]]:
+    """Set each held lease's ``lease_until`` (``(job_id, fence, lease_until)``) in one statement;
+    returns the ``(job_id, fence)`` of those extended."""
+    if not leases:
+        return set()
+    if connection.vendor == "postgresql":
+        rows = fetch(_EXTEND_LEASES, {"ids": [job_id for job_id, _, _ in leases],
+                                      "fences": [fence for _, fence, _ in leases],
+                                      "until": [until for _, _, until in leases]})
+    else:
+        params: dict[str, Any] = {}
+        for n, (job_id, fence, until) in enumerate(leases):
+            params.update({f"id{n}": job_id, f"fence{n}": fence, f"until{n}": ts(until)})
+        values = ", ".join(f"(%(id{n})s, %(fence{n})s, %(until{n})s)" for n in range(len(leases)))
+        rows = fetch(_EXTEND_LEASES_SQLITE.format(rows=values), params)
+    return {(row["id"], row["fence"]) for row in rows}

@@ -8,8 +8,10 @@ parent holds (``barrier``), never by sleeping.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import sys
+import threading
 from typing import Any
 
 
@@ -161,7 +163,64 @@ def gated_work(args: dict[str, Any]) -> None:
     say(outcome=out.outcome, job_id=out.job_id, fence=out.fence)
 
 
-SCENARIOS = {"work": work, "gated_work": gated_work, "race": race, "zombie": zombie, "relay": relay, "stuck": stuck}
+def forked_heartbeat(args: dict[str, Any]) -> None:
+    """Fork while a lease is under a heartbeat, as django-q2 forks its workers: the child's heartbeat
+    extends the child's own lease (twice; then it acks it) and nothing of the parent's, and the
+    parent's heartbeat goes on. The parent gives its lease up (acks it) before the child starts, so a beat of it from the child
+    would find it ended (``lease.lost`` on stderr). Each side says what it saw; the parent waits."""
+    import os
+
+    from django.db import connections
+
+    from pipeline import queue
+    from pipeline.models import Job
+    from pipeline.runtime.heartbeat import THREAD_NAME, Heartbeat
+    from tests.waiting import wait_for
+
+    def beaten(job_id: int, after: dt.datetime) -> dt.datetime | None:
+        until = Job.objects.values_list("lease_until", flat=True).get(pk=job_id)
+        return until if until is not None and until > after else None
+
+    def extended(lease, times: int = 1) -> bool:
+        until = lease.lease_until
+        for n in range(times):
+            until = wait_for(functools.partial(beaten, lease.job_id, until), timeout=10,
+                             what=f"beat {n + 1} of job {lease.job_id}")
+        return True
+
+    held = queue.lease_next("parent", lease_seconds=1.5)
+    beat = Heartbeat(held, lease_seconds=1.5)
+    beat.__enter__()
+    extended(held)  # the parent's beater runs and holds a connection
+    go_read, go_write = os.pipe()
+    connections.close_all()  # the child opens its own: a socket is never shared across the fork
+    child = os.fork()
+    if child == 0:
+        status = 1
+        try:
+            os.close(go_write)
+            os.read(go_read, 1)  # the parent let go of its lease
+            mine = queue.lease_next("child", lease_seconds=1.5)
+            with Heartbeat(mine, lease_seconds=1.5) as own:
+                say(side="child", job_id=mine.job_id, extended_twice=extended(mine, times=2),
+                    beaters=sum(thread.name == THREAD_NAME for thread in threading.enumerate()))
+                own.check()
+            queue.ack(mine)
+            status = 0
+        finally:
+            sys.stdout.flush()
+            os._exit(status)
+    beat.__exit__(None, None, None)
+    queue.ack(held)
+    os.write(go_write, b"x")
+    _, status = os.waitpid(child, 0)
+    again = queue.lease_next("parent", lease_seconds=1.5)
+    with Heartbeat(again, lease_seconds=1.5):
+        say(side="parent", job_id=again.job_id, child_status=status, extended=extended(again))
+
+
+SCENARIOS = {"work": work, "gated_work": gated_work, "race": race, "zombie": zombie, "relay": relay, "stuck": stuck,
+             "forked_heartbeat": forked_heartbeat}
 
 
 def main() -> None:

@@ -92,6 +92,13 @@ CASES = {
     "heartbeat-lease-none": (lambda w: queue.heartbeat(None, clock=w["clock"]), "lease"),
     "heartbeat-lease-dict": (lambda w: queue.heartbeat(dict(w["lease"].__dict__), clock=w["clock"]), "lease"),
     "heartbeat-seconds": (lambda w: queue.heartbeat(w["lease"], lease_seconds=0, clock=w["clock"]), "lease_seconds"),
+    "heartbeat-many-none": (lambda w: queue.heartbeat_many(None), "extensions"),
+    "heartbeat-many-lease": (lambda w: queue.heartbeat_many([w["lease"]]), "extensions"),
+    "heartbeat-many-lease-none": (lambda w: queue.heartbeat_many([(None, w["clock"].now())]), "lease"),
+    "heartbeat-many-naive": (lambda w: queue.heartbeat_many([(w["lease"], NAIVE)]), "lease_until"),
+    "heartbeat-many-str": (
+        lambda w: queue.heartbeat_many([(w["lease"], w["clock"].now().isoformat())]), "lease_until",
+    ),
     "ack-lease-none": (lambda w: queue.ack(None, clock=w["clock"]), "lease"),
     "ack-lease-id": (lambda w: queue.ack(w["lease"].job_id, clock=w["clock"]), "lease"),
     "nack-lease-none": (lambda w: queue.nack(None, ValueError(), clock=w["clock"]), "lease"),
