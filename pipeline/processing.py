@@ -48,6 +48,7 @@ class WorkOutcome:
     outcome: Outcome
     job_id: int | None = None
     fence: int | None = None
+    queue_wait_seconds: float | None = None  # how long the job waited in line for this lease
 
 
 def process_once(
@@ -111,7 +112,7 @@ def process_once(
         _record_commit_seconds(lease, commit_seconds)
     log.info("job.committed", **job_fields(lease, done, inference_seconds=_inference(meter),
                                             commit_seconds=commit_seconds))
-    return WorkOutcome(done, lease.job_id, lease.fence)
+    return WorkOutcome(done, lease.job_id, lease.fence, lease.queue_wait_seconds)
 
 
 def _inference(meter: Meter) -> float | None:

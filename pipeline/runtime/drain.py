@@ -102,6 +102,7 @@ class Drain:
             raise InvalidInputError("batch_window_seconds", "must be 0 (no batching) or more")
         self._relayed_at = monotonic()  # a window starts with the drain
         self._owed = False  # this drain committed events it has not relayed yet
+        self._behind = False  # its last job waited in line longer than a batch window
         self._relay_more = True  # the last relay pass may have left events (it filled its batch, or gave some back)
         # What ended the last park: the doorbells rung, or none (a timeout, or the drain's start); None when
         # the drain has not parked since its last step (it is busy).
@@ -163,9 +164,13 @@ class Drain:
         worked = False
         try:
             connection.close_if_unusable_or_obsolete()
-            if self.jobs and self.work(self.worker_id).outcome != Outcome.IDLE:
+            done = self.work(self.worker_id) if self.jobs else None
+            if done is not None and done.outcome != Outcome.IDLE:
                 report.jobs += 1
                 self._owed = worked = True
+                # Behind: the job waited in line longer than a batch window (a backlog), so its event
+                # can wait for the batch too. Keeping up, each commit is published at once.
+                self._behind = (done.queue_wait_seconds or 0.0) >= self.batch_window > 0
             if self.outbox and self._relay_due(worked):
                 relayed = self._relay(report)
                 self._relay_more = relayed.claimed >= self.batch_size or relayed.released > 0
@@ -180,12 +185,12 @@ class Drain:
         return worked
 
     def _relay_due(self, worked: bool) -> bool:
-        """Whether this step relays. Its own commits: under load once per batch window, else at once.
+        """Whether this step relays. Its own commits: behind a backlog once per batch window, else at once.
         Anyone's events: when the last pass left some, when the outbox doorbell rang, and on every look
         that no doorbell caused (a due backoff or claim expiry, the poll: events a dead drain left).
         Woken by the jobs doorbell for a job another drain took, it does not look at the outbox."""
         if self._owed:
-            return not worked or self.monotonic() - self._relayed_at >= self.batch_window
+            return not worked or not self._behind or self.monotonic() - self._relayed_at >= self.batch_window
         looked = self._woken is not None and (not self._woken or wakeups.OUTBOX in self._woken)
         return self._relay_more or looked
 

@@ -97,14 +97,16 @@ def test_a_drain_is_present_from_its_start_even_when_its_first_job_is_long():
     assert present_when_working == [True]
 
 
-@pytest.mark.parametrize(("window", "passes"), [(60.0, 1), (0.0, 5)])
-def test_under_a_backlog_a_drain_relays_its_commits_in_batches(window, passes):
-    """With a batch window the drain publishes its commits once no job is left (one mark, one
-    published_at for all); with none, after every job."""
+@pytest.mark.parametrize(("window", "waited", "passes"), [(60.0, 120, 1), (60.0, 0, 5), (0.0, 120, 5)])
+def test_behind_a_backlog_a_drain_relays_its_commits_in_batches(window, waited, passes):
+    """Behind a backlog (its jobs waited in line longer than the batch window) a drain publishes its
+    commits once no job is left (one mark, one published_at for all); keeping up, or with no window,
+    after every job."""
     from pipeline.models import Review
 
     for n in range(5):
         queue.enqueue("acme", f"doc-{n}", 1, invoice(n))
+    Job.objects.update(visible_at=F("visible_at") - dt.timedelta(seconds=waited), created_at=F("visible_at"))
     report = Drain("node:1", max_seconds=0.5, poll_seconds=0.1, batch_window_seconds=window, stop=StopState()).run()
     assert (report.jobs, report.published) == (5, 5)
     marks = set(OutboxEvent.objects.values_list("published_at", flat=True))
@@ -119,6 +121,7 @@ def test_a_drain_that_ends_publishes_the_commits_it_owes():
     publishes them before it goes."""
     for n in range(3):
         queue.enqueue("acme", f"doc-{n}", 1, invoice(n))
+    Job.objects.update(visible_at=F("visible_at") - dt.timedelta(seconds=120))  # behind a backlog
     stop = StopState()
     ran: list[int] = []
 
