@@ -109,7 +109,10 @@ class Drain:
         self._woken: set[str] | None = set()
         self._park_deadline: float | None = None
         self._lost_race = False  # the last step was woken by the jobs doorbell and found no job
-        self.commit_times: list[tuple[int, int, float]] = []  # recorded in one statement per relay pass
+        # The commits' times, recorded in one statement with a relay pass once a batch's worth is kept or
+        # a second has passed, and when the drain ends (a killed drain loses only these numbers).
+        self.commit_times: list[tuple[int, int, float]] = []
+        self._times_recorded_at = monotonic()
         # A drain that relays publishes its own commits at its next step: their doorbell would only wake
         # the other parked drains to race it for the event.
         self.work: Work = work or functools.partial(
@@ -199,12 +202,14 @@ class Drain:
                                         claim_seconds=self.claim_seconds, clock=self.clock)
         self._relayed_at, self._owed = self.monotonic(), False
         report.published += relayed.published
-        self._record_commit_times()
+        if len(self.commit_times) >= self.batch_size or self.monotonic() - self._times_recorded_at >= 1.0:
+            self._record_commit_times()
         return relayed
 
     def _record_commit_times(self) -> None:
         """Best effort, after the commits landed: a lost connection loses only these numbers."""
         times, self.commit_times[:] = list(self.commit_times), []
+        self._times_recorded_at = self.monotonic()
         try:
             queue.record_commit_times(times)
         except CONNECTION_ERRORS as exc:
@@ -213,13 +218,16 @@ class Drain:
             raise
 
     def _relay_owed(self, report: DrainReport) -> None:
-        """Publish this drain's last commits before it ends (it rang no doorbell for them)."""
-        if self.outbox and self._owed:
-            try:
+        """Publish this drain's last commits before it ends (it rang no doorbell for them), and record
+        the commits' times it kept."""
+        try:
+            if self.outbox and self._owed:
                 self._relay(report)
-            except DatabaseError as exc:  # the events stay pending: any drain's next look publishes them
-                log.warning("drain.database_error", worker=self.worker_id, error_type=type(exc).__name__)
-                drop_connection()
+            if self.commit_times:
+                self._record_commit_times()
+        except DatabaseError as exc:  # the events stay pending: any drain's next look publishes them
+            log.warning("drain.database_error", worker=self.worker_id, error_type=type(exc).__name__)
+            drop_connection()
 
     def _record_presence(self, *, progress: bool) -> None:
         now = self.monotonic()
