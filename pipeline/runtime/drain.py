@@ -47,6 +47,9 @@ PRESENCE_IDLE_SECONDS = 2.0  # how often an idle drain records its presence (rel
 PRESENCE_BUSY_SECONDS = 1.0
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_BATCH_WINDOW_SECONDS = 0.05
+# A job that waited in line this long means the drains are behind: their commits are then relayed in
+# batches. Small, so a cluster falling behind starts batching (and catches up) within milliseconds.
+BEHIND_SECONDS = 0.01
 
 Work = Callable[[str], WorkOutcome]  # one unit of work for a worker id: at most one job
 
@@ -102,7 +105,7 @@ class Drain:
             raise InvalidInputError("batch_window_seconds", "must be 0 (no batching) or more")
         self._relayed_at = monotonic()  # a window starts with the drain
         self._owed = False  # this drain committed events it has not relayed yet
-        self._behind = False  # its last job waited in line longer than a batch window
+        self._behind = False  # its last job waited in line BEHIND_SECONDS or more
         self._relay_more = True  # the last relay pass may have left events (it filled its batch, or gave some back)
         # What ended the last park: the doorbells rung, or none (a timeout, or the drain's start); None when
         # the drain has not parked since its last step (it is busy).
@@ -171,9 +174,9 @@ class Drain:
             if done is not None and done.outcome != Outcome.IDLE:
                 report.jobs += 1
                 self._owed = worked = True
-                # Behind: the job waited in line longer than a batch window (a backlog), so its event
-                # can wait for the batch too. Keeping up, each commit is published at once.
-                self._behind = (done.queue_wait_seconds or 0.0) >= self.batch_window > 0
+                # Behind: the job waited in line (a backlog), so its event can wait for the batch too.
+                # Keeping up, each commit is published at once.
+                self._behind = (done.queue_wait_seconds or 0.0) >= BEHIND_SECONDS and self.batch_window > 0
             if self.outbox and self._relay_due(worked):
                 relayed = self._relay(report)
                 self._relay_more = relayed.claimed >= self.batch_size or relayed.released > 0
