@@ -99,20 +99,28 @@ def test_a_drain_is_present_from_its_start_even_when_its_first_job_is_long():
 
 @pytest.mark.parametrize(("window", "waited", "passes"), [(60.0, 120, 1), (60.0, 0, 5), (0.0, 120, 5)])
 def test_behind_a_backlog_a_drain_relays_its_commits_in_batches(window, waited, passes):
-    """Behind a backlog (its jobs waited in line longer than the batch window) a drain publishes its
-    commits once no job is left (one mark, one published_at for all); keeping up, or with no window,
-    after every job."""
+    """Behind a backlog (its jobs waited in line) a drain publishes its commits once no job is left, in
+    one relay pass; keeping up (no wait), or with no window, after every job. The drain's clock says
+    how long the jobs waited."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from pipeline.clock import FrozenClock
     from pipeline.models import Review
 
+    enqueued = FrozenClock(dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.timezone.utc))
     for n in range(5):
-        queue.enqueue("acme", f"doc-{n}", 1, invoice(n))
-    Job.objects.update(visible_at=F("visible_at") - dt.timedelta(seconds=waited), created_at=F("visible_at"))
-    report = Drain("node:1", max_seconds=0.5, poll_seconds=0.1, batch_window_seconds=window, stop=StopState()).run()
+        queue.enqueue("acme", f"doc-{n}", 1, invoice(n), clock=enqueued)
+    clock = FrozenClock(enqueued.now() + dt.timedelta(seconds=waited))
+    drain = Drain("node:1", max_seconds=0.5, poll_seconds=60, batch_window_seconds=window, clock=clock,
+                  stop=StopState())
+    with CaptureQueriesContext(connection) as queries:
+        report = drain.run()
     assert (report.jobs, report.published) == (5, 5)
-    marks = set(OutboxEvent.objects.values_list("published_at", flat=True))
-    assert None not in marks and len(marks) == passes
-    assert Review.objects.count() == 5
-    # Each commit's time is kept, recorded with the relay pass that published it.
+    relay_passes = [q for q in queries if q["sql"].lstrip().startswith("WITH fresh AS")]
+    assert len(relay_passes) == passes
+    assert Review.objects.count() == 5 and not OutboxEvent.objects.filter(published_at__isnull=True).exists()
+    # Each commit's time is kept, recorded with a relay pass or when the drain ends.
     assert Attempt.objects.filter(commit_seconds__isnull=False).count() == 5
 
 
