@@ -114,6 +114,18 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
+def pss_mb(pid: int) -> float | None:
+    """Proportional set size: the process's private pages plus its share of the pages it shares (a
+    forked worker shares most of its parent's), so a node's workers' PSS add up to what they cost."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
 class CpuMeter:
     """CPU seconds spent by two groups of processes (a tree, a database's backends) between start and stop."""
 
@@ -396,7 +408,8 @@ class Cluster:
 
         workers = {int(w.rsplit(":", 1)[1]) for w in DrainPresence.objects.filter(
             node=self.node, gone_at__isnull=True).values_list("worker", flat=True)}
-        return [{"pid": pid, "role": "worker" if pid in workers else "django-q2", "rss_mb": round(mb, 1)}
+        return [{"pid": pid, "role": "worker" if pid in workers else "django-q2", "rss_mb": round(mb, 1),
+                 "pss_mb": round(pss_mb(pid) or 0.0, 1)}
                 for pid in sorted(_tree(self.process.pid)) if (mb := rss_mb(pid)) is not None]
 
     def stop(self) -> None:
@@ -566,9 +579,11 @@ def table(result: dict[str, Any]) -> list[tuple[str, str, str]]:
                      f"pgbench script {sum(pg['statements'].values())} statements; {pg_commits}"))
         workers = sorted(p["rss_mb"] for p in r["processes"] if p["role"] == "worker") or [0.0]
         others = sorted(p["rss_mb"] for p in r["processes"] if p["role"] != "worker")
+        pss = sorted(p.get("pss_mb", 0.0) for p in r["processes"] if p["role"] == "worker")
         rows.append((f"RSS per worker process, {who(r)}", ", ".join(f"{mb:.0f}" for mb in workers) + " MB",
-                     f"max {max(workers) / TARGETS['rss_mb']:.2f}x target {TARGETS['rss_mb']:.0f} MB; django-q2's "
-                     f"own {len(others)}: " + ", ".join(f"{mb:.0f}" for mb in others) + " MB"))
+                     f"max {max(workers) / TARGETS['rss_mb']:.2f}x target {TARGETS['rss_mb']:.0f} MB; PSS "
+                     + ", ".join(f"{mb:.0f}" for mb in pss) + f" MB; django-q2's own {len(others)}: "
+                     + ", ".join(f"{mb:.0f}" for mb in others) + " MB"))
     single, backlog = result.get("one_at_a_time"), next(
         (r for r in result["relayops"] if r["workers"] * r.get("nodes", 1) == 2), None)
     if single:
