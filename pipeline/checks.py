@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 
 from pipeline.crash import CrashInjector
 from pipeline.errors import InvalidInputError
@@ -90,5 +91,42 @@ def outbox_batching(app_configs: Any = None, **kwargs: Any) -> list[checks.Check
         Drain("check", max_seconds=1, batch_size=options["OUTBOX_BATCH_SIZE"],
               batch_window_seconds=options["OUTBOX_BATCH_WINDOW_SECONDS"])
     except InvalidInputError as exc:
-        return [checks.Error(f"RELAYOPS_OUTBOX_{exc.field.upper()}: {exc.problem}", id="relayops.E030")]
+        return [checks.Error(f"RELAYOPS_OUTBOX_{exc.field.upper()}: {exc.problem}", id="relayops.E031")]
+    return []
+
+
+@checks.register()
+def listen_database(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The drains' LISTEN connection (pipeline.runtime.wakeups) must reach the default database.
+
+    A NOTIFY reaches only the listeners of its own database, so a URL that parses but names another
+    database costs every wake-up silently (drains would only poll). The URL may carry a password:
+    no message repeats it.
+    """
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    url = settings.RELAYOPS["LISTEN_DATABASE_URL"]
+    if not url:
+        return []
+    if connection.vendor != "postgresql":
+        return [checks.Error("RELAYOPS_LISTEN_DATABASE_URL is set but the default database is not PostgreSQL "
+                             "(only PostgreSQL has LISTEN): unset it.", id="relayops.E030")]
+    if not url.startswith(("postgresql://", "postgres://")):
+        return [checks.Error("RELAYOPS_LISTEN_DATABASE_URL must be a postgresql:// (or postgres://) URL: "
+                             "postgresql://USER:PASSWORD@HOST:PORT/NAME.", id="relayops.E030")]
+    try:
+        dbname = conninfo_to_dict(url).get("dbname")
+    except ProgrammingError:
+        return [checks.Error("RELAYOPS_LISTEN_DATABASE_URL is not a URL libpq can parse "
+                             "(postgresql://USER:PASSWORD@HOST:PORT/NAME).", id="relayops.E030")]
+    if not dbname:
+        return [checks.Error("RELAYOPS_LISTEN_DATABASE_URL must name the database (.../NAME), the one "
+                             "DATABASE_URL uses.", id="relayops.E030")]
+    default = settings.DATABASES["default"]["NAME"]
+    if dbname != default:
+        return [checks.Warning(
+            f"RELAYOPS_LISTEN_DATABASE_URL names database {dbname!r}, DATABASE_URL {default!r}: a NOTIFY "
+            "reaches only listeners on its own database, so drains would wake only on their poll. If a "
+            "pooler maps one name to the other, silence relayops.W030.", id="relayops.W030")]
     return []

@@ -234,6 +234,10 @@ RELAYOPS = {
     "DRAIN_SECONDS": env.float("RELAYOPS_DRAIN_SECONDS", default=20.0),
     # Idle drains wait on LISTEN/NOTIFY; they also look at least this often (SQLite: the only wake-up).
     "DRAIN_POLL_SECONDS": env.float("RELAYOPS_DRAIN_POLL_SECONDS", default=5.0),
+    # Where the drains' LISTEN connections go (a postgresql:// URL of the same database); empty: where
+    # DATABASE_URL goes. Set it when DATABASE_URL is a transaction-mode pooler (PgBouncer), which loses
+    # a LISTEN at the end of its transaction: docs/scaling.md. Checked at start-up (relayops.E030).
+    "LISTEN_DATABASE_URL": env.str("RELAYOPS_LISTEN_DATABASE_URL", default=""),
     # How long the relay holds a claimed outbox row before another relay may take it.
     "OUTBOX_CLAIM_SECONDS": env.float("RELAYOPS_OUTBOX_CLAIM_SECONDS", default=30.0),
     # Under load a drain relays its commits in batches: at most this many events per relay pass, and
