@@ -163,13 +163,16 @@ class Drain:
         """Run at most one job, then publish what is pending. True if there may be more to do at once.
 
         Under load the relay runs at most every ``batch_window`` seconds, so its commits are published
-        in batches; once no job is claimable it runs at once. The connection is checked first (Django
-        pings it once if it failed or is due for renewal), so a job is never claimed on a connection
-        known to be broken. A database error ends the drain.
+        in batches; once no job is claimable it runs at once. After a park (or at the start) the
+        connection is checked first: Django pings it once, and renews it if it failed or is due, so a job
+        is never claimed on a connection that died while the drain waited. Between busy steps it is not
+        pinged again (a ping per job was one more round trip and commit each): a fault there fails the
+        next statement, and a database error ends the drain.
         """
         worked = False
         try:
-            connection.close_if_unusable_or_obsolete()
+            if self._woken is not None:  # parked (or starting) since the last step
+                connection.close_if_unusable_or_obsolete()
             done = self.work(self.worker_id) if self.jobs else None
             if done is not None and done.outcome != Outcome.IDLE:
                 report.jobs += 1
