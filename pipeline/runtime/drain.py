@@ -162,8 +162,8 @@ class Drain:
     def _step(self, report: DrainReport) -> bool:
         """Run at most one job, then publish what is pending. True if there may be more to do at once.
 
-        Under load the relay runs at most every ``batch_window`` seconds, so its commits are published
-        in batches; once no job is claimable it runs at once. After a park (or at the start) the
+        Behind a backlog the relay runs at most every ``batch_window`` seconds, so the drain's commits
+        are published in batches; keeping up, or once no job is claimable, it runs at once. After a park (or at the start) the
         connection is checked first: Django pings it once, and renews it if it failed or is due, so a job
         is never claimed on a connection that died while the drain waited. Between busy steps it is not
         pinged again (a ping per job was one more round trip and commit each): a fault there fails the
