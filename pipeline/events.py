@@ -50,11 +50,18 @@ class BatchPublisher(Protocol):
 
 
 def publish_each(publisher: Publisher, events: Sequence[Event], out_of_time: Callable[[], bool]) -> BatchOutcome:
-    """A batch through ``publisher`` (its ``publish_batch``, or one ``publish`` per event, in order,
-    stopping once out of time). A failed event does not stop the others."""
+    """A batch through ``publisher``: its ``publish_batch``, or one ``publish`` per event, in order,
+    stopping once out of time; also when ``publish_batch`` raises or answers something else, so a
+    batch that fails as a whole costs each event its own failure, not the drain. A failed event does
+    not stop the others."""
     batch = getattr(publisher, "publish_batch", None)
     if batch is not None:
-        return batch(events, out_of_time)
+        try:
+            outcome = batch(events, out_of_time)
+            if isinstance(outcome, BatchOutcome):
+                return outcome
+        except Exception:  # the batch failed as a whole: each event on its own, so each fails alone
+            pass
     outcome = BatchOutcome()
     for index, event in enumerate(events):
         if out_of_time():
@@ -76,3 +83,18 @@ class PublishError(Exception):
         super().__init__(code if status is None else f"{code} {status}")
         self.code = code[:32]
         self.status = status
+
+
+def at_least_one(out_of_time: Callable[[], bool]) -> Callable[[], bool]:
+    """``out_of_time`` that never stops the first event: a publisher after a slow one still tries one
+    event per pass, so no event is given back untried for ever."""
+    asked = False
+
+    def check() -> bool:
+        nonlocal asked
+        if not asked:
+            asked = True
+            return False
+        return out_of_time()
+
+    return check

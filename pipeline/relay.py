@@ -116,20 +116,27 @@ def publish_pending(
         "max_attempts": MAX_PUBLISH_ATTEMPTS,
     })
     ordered = sorted(rows, key=lambda r: r["id"])
-    events = {row["id"]: _event(row) for row in ordered}
+    events: dict[int, Event] = {}
+    unreadable: dict[int, Exception] = {}
+    for row in ordered:
+        try:
+            events[row["id"]] = _event(row)
+        except Exception as exc:  # a row no publisher could be handed: it fails alone
+            unreadable[row["id"]] = exc
     stop_at = monotonic() + claim_seconds / 2  # slow publishers (webhooks timing out): give the rest back
-    outcome = publish_each(publisher, list(events.values()), lambda: monotonic() >= stop_at) if rows else BatchOutcome()
+    outcome = (publish_each(publisher, list(events.values()), lambda: monotonic() >= stop_at) if events
+               else BatchOutcome())
     published: list[int] = []
     parked = 0
     untried: list[int] = []
     for row in ordered:
-        event_id = events[row["id"]].event_id
-        if event_id in outcome.failed:  # a failed publish stays pending, backs off, and is parked at the last
-            parked += _record_failure(row, token, outcome.failed[event_id], policy, clock.now())
-        elif event_id in outcome.untried:
-            untried.append(row["id"])
-        else:
-            published.append(row["id"])
+        event = events.get(row["id"])
+        error = unreadable.get(row["id"]) or (outcome.failed.get(event.event_id) if event else None)
+        if error is not None:  # a failed publish stays pending, backs off, and is parked at the last
+            parked += _record_failure(row, token, error, policy, clock.now())
+            continue
+        assert event is not None
+        (untried if event.event_id in outcome.untried else published).append(row["id"])
     released = _release(untried, token) if untried else 0
     if published:
         crash("after_publish_before_mark")

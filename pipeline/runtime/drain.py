@@ -50,6 +50,9 @@ DEFAULT_BATCH_WINDOW_SECONDS = 0.05
 # A job that waited in line this long means the drains are behind: their commits are then relayed in
 # batches. Small, so a cluster falling behind starts batching (and catches up) within milliseconds.
 BEHIND_SECONDS = 0.01
+# A drain that found no job after the jobs doorbell looks again at the latest this soon.
+LOST_RACE_RECHECK_SECONDS = 0.25
+OWED_PASSES = 10  # an ending drain publishes its commits in at most this many relay passes
 
 Work = Callable[[str], WorkOutcome]  # one unit of work for a worker id: at most one job
 
@@ -141,6 +144,7 @@ class Drain:
         except ShutdownInterrupt:
             report.ended = DrainEnding.INTERRUPTED
             report.released = release_held(self.worker_id)
+            self._relay_owed(report)  # the commits it made before it was hurried rang no doorbell
         finally:
             self.stop.in_drain = False
             if listener is not None:
@@ -227,8 +231,10 @@ class Drain:
         """Publish this drain's last commits before it ends (it rang no doorbell for them), and record
         the commits' times it kept."""
         try:
-            if self.outbox and self._owed:
-                self._relay(report)
+            passes = 0
+            while self.outbox and (self._owed or self._relay_more) and passes < OWED_PASSES:
+                relayed, passes = self._relay(report), passes + 1
+                self._relay_more = relayed.claimed >= self.batch_size
             if self.commit_times:
                 self._record_commit_times()
         except DatabaseError as exc:  # the events stay pending: any drain's next look publishes them
@@ -244,12 +250,14 @@ class Drain:
     def _park(self, listener: wakeups.Listener | None, end: float, report: DrainReport) -> None:
         """Wait for a NOTIFY, the next due row, the next presence record or the end of the budget.
 
-        Woken for a job that another drain took, the drain parks again until the deadline it had: what
-        was due then is due then still (a doorbell announces work claimable now), and looking again
-        would cost a statement for every drain the doorbell woke.
+        Woken for a job that another drain took, the drain parks again until the deadline it had (what
+        was due then is due then still: a doorbell announces work claimable now, and looking again would
+        cost a statement for every drain the doorbell woke), but for at most LOST_RACE_RECHECK_SECONDS:
+        the job may not have been taken but be a few milliseconds ahead of this host's clock (its
+        ``visible_at`` comes from the enqueuing host's).
         """
         if self._lost_race and self._park_deadline is not None and self._park_deadline > self.monotonic():
-            deadline = self._park_deadline
+            deadline = min(self._park_deadline, self.monotonic() + LOST_RACE_RECHECK_SECONDS)
         else:
             presence_due = self._presence_at + PRESENCE_IDLE_SECONDS - self.monotonic()
             timeout = min(end - self.monotonic(), self.poll_seconds, presence_due,

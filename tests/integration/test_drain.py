@@ -112,11 +112,21 @@ def test_behind_a_backlog_a_drain_relays_its_commits_in_batches(window, waited, 
     for n in range(5):
         queue.enqueue("acme", f"doc-{n}", 1, invoice(n), clock=enqueued)
     clock = FrozenClock(enqueued.now() + dt.timedelta(seconds=waited))
-    drain = Drain("node:1", max_seconds=0.5, poll_seconds=60, batch_window_seconds=window, clock=clock,
-                  stop=StopState())
+    stop = StopState()
+    done: list[int] = []
+
+    def work(worker_id: str) -> WorkOutcome:
+        outcome = process_once(worker_id, clock=clock, announce=False, commit_times=drain.commit_times)
+        done.append(outcome.job_id or 0)
+        if len([job for job in done if job]) == 5:
+            stop.requested.set()  # the backlog is done: the drain ends after this step
+        return outcome
+
+    drain = Drain("node:1", max_seconds=60, poll_seconds=60, batch_window_seconds=window, clock=clock,
+                  work=work, stop=stop)
     with CaptureQueriesContext(connection) as queries:
         report = drain.run()
-    assert (report.jobs, report.published) == (5, 5)
+    assert (report.jobs, report.published, report.ended) == (5, 5, "stopped")
     relay_passes = [q for q in queries if q["sql"].lstrip().startswith("WITH fresh AS")]
     assert len(relay_passes) == passes
     assert Review.objects.count() == 5 and not OutboxEvent.objects.filter(published_at__isnull=True).exists()

@@ -218,7 +218,15 @@ def reopen(job: Job, clock, **changes) -> None:
     Job.objects.filter(pk=job.pk).update(status="queued", finished_at=None, visible_at=clock.now(), **changes)
 
 
-def test_commit_dedupes_on_an_existing_result_with_the_same_payload_hash(clock):
+# The commit runs in the caller's transaction (a savepoint) or, as in the workers, in autocommit (its
+# own transaction): both paths are checked.
+IN_A_TRANSACTION_AND_IN_AUTOCOMMIT = pytest.mark.parametrize(
+    "caller", [pytest.param("transaction", marks=pytest.mark.django_db),
+               pytest.param("autocommit", marks=pytest.mark.django_db(transaction=True))])
+
+
+@IN_A_TRANSACTION_AND_IN_AUTOCOMMIT
+def test_commit_dedupes_on_an_existing_result_with_the_same_payload_hash(clock, caller):
     """Defence in depth: even if every other guard failed, the unique key returns the first result."""
     job, _ = queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
     first = commit_result_with_event(queue.lease_next("w1", clock=clock), {"total": "1.00"}, clock=clock)
@@ -230,7 +238,11 @@ def test_commit_dedupes_on_an_existing_result_with_the_same_payload_hash(clock):
     assert one_of_each(KEY) == (1, 1, 0)
 
 
-def test_commit_with_an_existing_result_of_another_payload_is_a_conflict_and_rolls_back(clock):
+@IN_A_TRANSACTION_AND_IN_AUTOCOMMIT
+def test_commit_with_an_existing_result_of_another_payload_is_a_conflict_and_rolls_back(clock, caller):
+    from django.db import connection
+
+    assert connection.in_atomic_block == (caller == "transaction")
     job, _ = queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
     commit_result_with_event(queue.lease_next("w1", clock=clock), {"total": "1.00"}, clock=clock)
     reopen(job, clock, payload_hash="0" * 64)

@@ -125,3 +125,68 @@ def test_one_failing_publisher_does_not_keep_the_event_from_the_others():
     with pytest.raises(PublishError) as failed:
         FanoutPublisher([Down(), recording]).publish(event)
     assert failed.value.status == 502 and plugins.RecordingPublisher.seen == [str(event.event_id)]
+
+
+def _jobs_committed(count: int, clock) -> list[str]:
+    from pipeline.worker import process_once
+
+    keys = []
+    for n in range(count):
+        job, _ = queue.enqueue("acme", f"doc-{n}", 1, invoice(n), clock=clock)
+        assert process_once("w1", clock=clock).job_id == job.pk
+        keys.append(job.idempotency_key)
+    return keys
+
+
+class _Recording:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def publish(self, event) -> None:
+        self.seen.append(event.idempotency_key)
+
+
+@pytest.mark.django_db
+def test_a_batch_publisher_that_fails_as_a_whole_falls_back_to_one_event_at_a_time(clock):
+    """A publish_batch that raises costs each event its own try (one bad event fails alone), not the
+    drain or the whole batch."""
+    from pipeline import relay
+
+    keys = _jobs_committed(3, clock)
+
+    class BrokenBatch(_Recording):
+        def publish_batch(self, events, out_of_time):
+            raise RuntimeError("batch refused")
+
+        def publish(self, event) -> None:
+            if event.idempotency_key == keys[1]:
+                raise RuntimeError("this one is bad")
+            super().publish(event)
+
+    publisher = BrokenBatch()
+    report = relay.publish_pending(publisher=publisher, clock=clock)
+    assert (report.claimed, report.published, report.failed) == (3, 2, 1)
+    assert publisher.seen == [keys[0], keys[2]]
+    assert OutboxEvent.objects.get(idempotency_key=keys[1]).failures == 1
+
+
+@pytest.mark.django_db
+def test_a_slow_publisher_never_keeps_the_next_one_from_every_event(clock):
+    """Out of time after a slow first publisher, the next one still tries the first event: each pass
+    publishes at least one event to all, so none is given back untried for ever."""
+    from pipeline import relay
+
+    keys = _jobs_committed(3, clock)
+    now = [0.0]
+
+    class Slow(_Recording):
+        def publish(self, event) -> None:
+            super().publish(event)
+            now[0] += 20.0  # longer than half the 30 s claim
+
+    slow, after = Slow(), _Recording()
+    report = relay.publish_pending(publisher=FanoutPublisher([slow, after]), claim_seconds=30, clock=clock,
+                                   monotonic=lambda: now[0])
+    assert (report.published, report.released) == (1, 2)
+    assert slow.seen == after.seen == [keys[0]]
+    assert OutboxEvent.objects.get(idempotency_key=keys[0]).published_at is not None
