@@ -143,8 +143,9 @@ class Drain:
             report.ended = self._loop(report, listener, end)
         except ShutdownInterrupt:
             report.ended = DrainEnding.INTERRUPTED
+            # Its own connection may be mid-statement: nothing more runs on it. The commits it had not
+            # relayed yet (they rang no doorbell) wait for any drain's next timed look.
             report.released = release_held(self.worker_id)
-            self._relay_owed(report)  # the commits it made before it was hurried rang no doorbell
         finally:
             self.stop.in_drain = False
             if listener is not None:
