@@ -53,6 +53,10 @@ BEHIND_SECONDS = 0.01
 # A drain that found no job after the jobs doorbell looks again at the latest this soon.
 LOST_RACE_RECHECK_SECONDS = 0.25
 OWED_PASSES = 10  # an ending drain publishes its commits in at most this many relay passes
+# A drain that parked this long checks its connection before its next statement (Django pings it, and
+# renews it when it failed or is past CONN_MAX_AGE); after a shorter park it does not: a ping per wake-up
+# was a round trip per job when jobs come one at a time.
+CHECK_AFTER_PARK_SECONDS = 1.0
 
 Work = Callable[[str], WorkOutcome]  # one unit of work for a worker id: at most one job
 
@@ -114,6 +118,7 @@ class Drain:
         # the drain has not parked since its last step (it is busy).
         self._woken: set[str] | None = set()
         self._park_deadline: float | None = None
+        self._parked_at: float | None = None  # when the last park began; None: not parked since the start
         self._lost_race = False  # the last step was woken by the jobs doorbell and found no job
         # The commits' times, recorded in one statement with a relay pass once a batch's worth is kept or
         # a second has passed, and when the drain ends (a killed drain loses only these numbers).
@@ -168,15 +173,16 @@ class Drain:
         """Run at most one job, then publish what is pending. True if there may be more to do at once.
 
         Behind a backlog the relay runs at most every ``batch_window`` seconds, so the drain's commits
-        are published in batches; keeping up, or once no job is claimable, it runs at once. After a park (or at the start) the
-        connection is checked first: Django pings it once, and renews it if it failed or is due, so a job
-        is never claimed on a connection that died while the drain waited. Between busy steps it is not
-        pinged again (a ping per job was one more round trip and commit each): a fault there fails the
-        next statement, and a database error ends the drain.
+        are published in batches; keeping up, or once no job is claimable, it runs at once. At the start and
+        after a park of CHECK_AFTER_PARK_SECONDS or more the connection is checked first: Django pings it
+        once, and renews it if it failed or is due, so a job is not claimed on a connection that died
+        while the drain waited. Between busy steps and after a short park it is not pinged (a ping per
+        job was one more round trip and commit each): a fault there fails the next statement before
+        anything is claimed, and a database error ends the drain (its host starts a fresh one).
         """
         worked = False
         try:
-            if self._woken is not None:  # parked (or starting) since the last step
+            if self._woken is not None and self._check_due():
                 connection.close_if_unusable_or_obsolete()
             done = self.work(self.worker_id) if self.jobs else None
             if done is not None and done.outcome != Outcome.IDLE:
@@ -197,6 +203,10 @@ class Drain:
             drop_connection()
             raise
         return worked
+
+    def _check_due(self) -> bool:
+        """Whether the connection is checked before this step: at the start, and after a long park."""
+        return self._parked_at is None or self.monotonic() - self._parked_at >= CHECK_AFTER_PARK_SECONDS
 
     def _relay_due(self, worked: bool) -> bool:
         """Whether this step relays. Its own commits: behind a backlog once per batch window, else at once.
@@ -265,6 +275,8 @@ class Drain:
                           self._seconds_until_due(self.clock.now()))
             deadline = self._park_deadline = self.monotonic() + max(timeout, MIN_WAIT_SECONDS)
         self._woken = set()  # unless a doorbell rings
+        if not self._lost_race:  # a re-park continues the park the lost race interrupted
+            self._parked_at = self.monotonic()
         while not self.stop.requested.is_set():
             left = deadline - self.monotonic()
             if left <= 0:

@@ -162,3 +162,36 @@ def test_the_relay_settings_are_checked():
         Drain("node:1", max_seconds=1, batch_size=0)
     with pytest.raises(InvalidInputError, match="batch_window_seconds"):
         Drain("node:1", max_seconds=1, batch_window_seconds=-1)
+
+
+def _kill_own_backend() -> None:
+    """The database drops this process's Django connection (as a restart or an idle timeout would)."""
+    import psycopg
+    from django.db import connection
+
+    pid = connection.connection.info.backend_pid
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+@pytest.mark.parametrize("parked, survives", [(0.1, False), (1.5, True)])
+def test_a_drain_checks_its_connection_after_a_long_park_and_not_after_a_short_one(parked, survives):
+    from django.db import DatabaseError
+
+    from pipeline.runtime.drain import DrainReport
+
+    now = [1000.0]
+    stopped = StopState()
+    drain = Drain("node:1", max_seconds=60, poll_seconds=60, stop=stopped, monotonic=lambda: now[0])
+    report = DrainReport()
+    assert drain._step(report) is False  # its start: checked, nothing to do
+    stopped.requested.set()  # the park below records its start and returns at once
+    drain._park(None, now[0] + 60, report)
+    stopped.requested.clear()
+    _kill_own_backend()
+    now[0] += parked
+    if survives:  # pinged, found dead, renewed: the step runs on a fresh connection
+        assert drain._step(report) is False
+    else:  # not pinged: the step's first statement fails, before anything is claimed, and ends the drain
+        with pytest.raises(DatabaseError):
+            drain._step(report)
