@@ -8,6 +8,7 @@ The worker loop that calls it over and over is the drain (pipeline.runtime.drain
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import time
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ class WorkOutcome:
     job_id: int | None = None
     fence: int | None = None
     queue_wait_seconds: float | None = None  # how long the job waited in line for this lease
+    more_waiting: bool = True  # the claim saw another claimable job (False: none; idle: nothing either)
 
 
 def process_once(
@@ -82,7 +84,18 @@ def process_once(
     """
     lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
     if lease is None:
-        return WorkOutcome(Outcome.IDLE)
+        return WorkOutcome(Outcome.IDLE, more_waiting=False)
+    done = _process_lease(lease, extractor=extractor, validator=validator, crash=crash, clock=clock,
+                          lease_seconds=lease_seconds, heartbeat=heartbeat, policy=policy, budget=budget,
+                          prices=prices, announce=announce, commit_times=commit_times)
+    return dataclasses.replace(done, more_waiting=lease.more_waiting)
+
+
+def _process_lease(
+    lease: queue.Lease, *, extractor: Extractor, validator: Callable[[dict[str, Any]], dict[str, Any]],
+    crash: CrashInjector, clock: Clock, lease_seconds: float | None, heartbeat: bool, policy: RetryPolicy,
+    budget: Budget | None, prices: Prices | None, announce: bool, commit_times: list[tuple[int, int, float]] | None,
+) -> WorkOutcome:
     crash("after_lease")
     # A first attempt has spent nothing yet (a released one recorded nothing): only retries are checked.
     if lease.attempt > 1 and (budget or Budget.from_settings()).exhausted(lease.job_id):

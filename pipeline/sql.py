@@ -106,7 +106,10 @@ RETURNING {LEASE_COLUMNS}
 DUE_AT = "CASE WHEN prior.status = 'leased' THEN prior.lease_until ELSE prior.visible_at END"
 
 # Every lease is on record: the claim closes the attempt of a lease it took over (it expired: the
-# worker died or stalled) and opens one per new lease. PostgreSQL does all three in one statement.
+# worker died or stalled) and opens one per new lease. PostgreSQL does all three in one statement, and
+# says whether another job was claimable beside the ones taken (``more_waiting``, read in the snapshot
+# the claim began with: a job committed later rang the doorbell, which the drain hears when it parks;
+# a row another claimer held counts, so it errs towards one more look, never towards none).
 _CLAIM_WITH_ATTEMPTS = f"""
 WITH claimed AS ({_CLAIM}),
 ended AS (
@@ -120,7 +123,9 @@ opened AS (
     FROM claimed JOIN pipeline_job prior ON prior.id = claimed.id
     WHERE claimed.status = 'leased'
 )
-SELECT claimed.*, {DUE_AT} AS due_at FROM claimed JOIN pipeline_job prior ON prior.id = claimed.id
+SELECT claimed.*, {DUE_AT} AS due_at, EXISTS (SELECT 1 FROM ({CLAIMABLE}
+    ORDER BY visible_at, id OFFSET %(limit)s LIMIT 1) AS later) AS more_waiting
+FROM claimed JOIN pipeline_job prior ON prior.id = claimed.id
 """
 
 # SQLite has no data-modifying CTE: the same bookkeeping, statement by statement, in one transaction.

@@ -185,36 +185,40 @@ class Drain:
             if self._woken is not None and self._check_due():
                 connection.close_if_unusable_or_obsolete()
             done = self.work(self.worker_id) if self.jobs else None
+            # The claim said no other job was waiting: the drain parks after this step instead of looking
+            # again (a job enqueued since rang the doorbell it hears as it parks).
+            more = done is not None and done.more_waiting
             if done is not None and done.outcome != Outcome.IDLE:
                 report.jobs += 1
                 self._owed = worked = True
                 # Behind: the job waited in line (a backlog), so its event can wait for the batch too.
                 # Keeping up, each commit is published at once.
                 self._behind = (done.queue_wait_seconds or 0.0) >= BEHIND_SECONDS and self.batch_window > 0
-            if self.outbox and self._relay_due(worked):
+            relay_more = False
+            if self.outbox and self._relay_due(worked and more):
                 relayed = self._relay(report)
-                self._relay_more = relayed.claimed >= self.batch_size or relayed.released > 0
-                worked = worked or self._relay_more
-            self._record_presence(progress=worked)
+                self._relay_more = relay_more = relayed.claimed >= self.batch_size or relayed.released > 0
+            self._record_presence(progress=worked or relay_more)
             self._lost_race = not worked and self._woken == {wakeups.JOBS}
             self._woken = None
         except DatabaseError as exc:
             log.warning("drain.database_error", worker=self.worker_id, error_type=type(exc).__name__)
             drop_connection()
             raise
-        return worked
+        return (worked and more) or relay_more
 
     def _check_due(self) -> bool:
         """Whether the connection is checked before this step: at the start, and after a long park."""
         return self._parked_at is None or self.monotonic() - self._parked_at >= CHECK_AFTER_PARK_SECONDS
 
-    def _relay_due(self, worked: bool) -> bool:
-        """Whether this step relays. Its own commits: behind a backlog once per batch window, else at once.
+    def _relay_due(self, busy: bool) -> bool:
+        """Whether this step relays (``busy``: it ran a job and the claim saw more waiting). Its own commits:
+        behind a backlog once per batch window, else at once (and at the backlog's last job).
         Anyone's events: when the last pass left some, when the outbox doorbell rang, and on every look
         that no doorbell caused (a due backoff or claim expiry, the poll: events a dead drain left).
         Woken by the jobs doorbell for a job another drain took, it does not look at the outbox."""
         if self._owed:
-            return not worked or not self._behind or self.monotonic() - self._relayed_at >= self.batch_window
+            return not busy or not self._behind or self.monotonic() - self._relayed_at >= self.batch_window
         looked = self._woken is not None and (not self._woken or wakeups.OUTBOX in self._woken)
         return self._relay_more or looked
 

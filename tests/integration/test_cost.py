@@ -81,6 +81,32 @@ def test_statements_and_transactions_per_job_on_the_hot_path(clock):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_the_claim_says_whether_another_job_is_waiting(clock):
+    for n in range(2):
+        queue.enqueue("acme", f"inv-{n}", 1, invoice(n), clock=clock)
+    Job.objects.create(**{**Job.objects.values().get(document_id="inv-1"), "id": None, "document_id": "later",
+                          "idempotency_key": "acme:later:v1", "visible_at": clock.now() + dt.timedelta(hours=1)})
+    first, second = queue.lease_next("w1", clock=clock), queue.lease_next("w1", clock=clock)
+    assert (first.document_id, first.more_waiting) == ("inv-0", True)
+    assert (second.document_id, second.more_waiting) == ("inv-1", False)  # a job not yet visible is not waiting
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_drain_whose_claim_saw_no_other_job_relays_and_parks_without_looking_again(clock):
+    """One job meeting an idle drain: its claim, its commit, the relay pass; no empty claim after it."""
+    from pipeline.runtime.drain import Drain, DrainReport
+
+    queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
+    drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock)
+    report = DrainReport()
+    with CaptureQueriesContext(connection) as queries:
+        assert drain._step(report) is False  # parks next
+    statements, _ = hot_path(queries)
+    assert [s for s in statements if s.startswith("WITH claimed")] == ["WITH claimed AS"]  # one claim
+    assert (report.jobs, report.published) == (1, 1) and Review.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_parked_drain_reads_when_it_is_next_due_in_one_statement(clock):
     from pipeline.runtime.drain import Drain
 
@@ -175,8 +201,9 @@ def test_the_claim_reads_live_rows_through_the_partial_index(clock):
 
 @pytest.mark.django_db
 def test_the_paused_tenants_are_read_once_per_claim_through_their_partial_index(clock):
-    """The control table holds one row per tenant: read once per claim (a hashed subplan), through the
-    partial index of the paused ones once there are many tenants (an empty table is simply scanned)."""
+    """The control table holds one row per tenant: read once per scan of the claim (a hashed subplan:
+    the claim's own, and its look for another waiting job), through the partial index of the paused ones
+    once there are many tenants (an empty table is simply scanned)."""
     from tenancy.models import TenantControl
 
     now = clock.now()
@@ -187,7 +214,7 @@ def test_the_paused_tenants_are_read_once_per_claim_through_their_partial_index(
         cursor.execute("ANALYZE tenancy_tenantcontrol")
     nodes = explain_claim(now)
     controls = [node for node in nodes if node.get("Relation Name") == "tenancy_tenantcontrol"]
-    assert [node.get("Index Name") for node in controls] == ["tenantcontrol_paused"], controls
+    assert [node.get("Index Name") for node in controls] == ["tenantcontrol_paused"] * 2, controls
     assert all(node.get("Parent Relationship") != "Inner" for node in controls)  # not a per-row join
 
 
