@@ -78,6 +78,14 @@ class FanoutPublisher:
     def __init__(self, publishers: Sequence[Publisher]) -> None:
         self.publishers = tuple(publishers)
 
+    def split_review_handoff(self) -> tuple[bool, Publisher | None]:
+        """(whether the review consumer comes first, the publishers after it): the relay then does the
+        consumer's work in its claim and hands the events to the others only."""
+        if type(self.publishers[0]) is not ConsumerPublisher:  # a subclass publishes its own way
+            return False, self
+        rest = self.publishers[1:]
+        return True, (None if not rest else rest[0] if len(rest) == 1 else FanoutPublisher(rest))
+
     def publish(self, event: Event) -> None:
         first: Exception | None = None
         for publisher in self.publishers:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 import uuid
@@ -9,16 +10,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q
 
 from pipeline import sql
 from pipeline.clock import Clock, system_clock
-from pipeline.consumer import ReviewHandoffConsumer
+from pipeline.consumer import REVIEW_CONSUMER, ReviewHandoffConsumer
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.errors import InvalidInputError
 from pipeline.events import BatchOutcome, Event, PublishError, Publisher, publish_each
 from pipeline.models import MAX_PUBLISH_ATTEMPTS, OutboxEvent
+from pipeline.outbox import RESULT_TOPIC
+from pipeline.reconnect import CONNECTION_ERRORS
 from pipeline.runtime import wakeups
 from relayops.logging import get_logger
 from relayops.validation import check_int, check_number
@@ -54,10 +57,16 @@ class FailurePolicy:
 
 
 class ConsumerPublisher:
-    """The built-in publisher: delivers to the deduping review-handoff consumer."""
+    """The built-in publisher: delivers to the deduping review-handoff consumer. First in line, the relay
+    does its work in its claim (``split_review_handoff``)."""
 
     def __init__(self, clock: Clock = system_clock) -> None:
         self.consumer = ReviewHandoffConsumer(clock)
+
+    def split_review_handoff(self) -> tuple[bool, Publisher | None]:
+        """(whether the review consumer comes first, the publishers after it): here, alone. A subclass
+        publishes its own way: the relay hands it the events."""
+        return (True, None) if type(self) is ConsumerPublisher else (False, self)
 
     def publish(self, event: Event) -> None:
         self.consumer.handle(event)
@@ -110,11 +119,15 @@ def publish_pending(
     publisher = publisher or ConsumerPublisher(clock)
     token = uuid.uuid4()
     now = clock.now()
-    rows = sql.fetch(sql.CLAIM_EVENTS.format(skip_locked=sql.skip_locked()), {
+    params = {
         "token": sql.uuid_param(token), "now": sql.ts(now),
         "claimed_until": sql.ts(now + dt.timedelta(seconds=claim_seconds)), "limit": batch_size,
         "max_attempts": MAX_PUBLISH_ATTEMPTS,
-    })
+    }
+    handed_off, rest = _split(publisher)
+    rows = _claim_and_hand_off(params) if handed_off else None
+    if rows is None:  # the claim alone: every publisher gets the events
+        rows, rest = sql.fetch(sql.CLAIM_EVENTS.format(skip_locked=sql.skip_locked()), params), publisher
     ordered = sorted(rows, key=lambda r: r["id"])
     events: dict[int, Event] = {}
     unreadable: dict[int, Exception] = {}
@@ -124,7 +137,7 @@ def publish_pending(
         except Exception as exc:  # a row no publisher could be handed: it fails alone
             unreadable[row["id"]] = exc
     stop_at = monotonic() + claim_seconds / 2  # slow publishers (webhooks timing out): give the rest back
-    outcome = (publish_each(publisher, list(events.values()), lambda: monotonic() >= stop_at) if events
+    outcome = (publish_each(rest, list(events.values()), lambda: monotonic() >= stop_at) if events and rest
                else BatchOutcome())
     published: list[int] = []
     parked = 0
@@ -145,6 +158,34 @@ def publish_pending(
     ) if published else 0
     return RelayReport(claimed=len(rows), published=marked, failed=len(rows) - len(published) - len(untried),
                        lost_claims=len(published) - marked, parked=parked, released=released)
+
+
+def _split(publisher: Publisher) -> tuple[bool, Publisher | None]:
+    """Whether the review consumer comes first among the publishers (its work then joins the relay's
+    claim), and the publishers after it; else (False, all of them)."""
+    split = getattr(publisher, "split_review_handoff", None)
+    return split() if split is not None else (False, publisher)
+
+
+def _claim_and_hand_off(params: dict) -> list[dict] | None:
+    """Claim and hand the claimed results off to review in one statement (PostgreSQL); None when that
+    cannot be done: SQLite, or a claimed event no review can be made from (nothing was claimed then)."""
+    if connection.vendor != "postgresql":
+        return None
+    statement = sql.CLAIM_EVENTS_AND_HAND_OFF.format(skip_locked=sql.skip_locked())
+    try:
+        with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():  # a savepoint
+            rows = sql.fetch(statement, {**params, "consumer": REVIEW_CONSUMER, "review_topic": RESULT_TOPIC})
+    except CONNECTION_ERRORS:
+        raise  # the database is away: the drain ends and restarts
+    except DatabaseError:
+        return None
+    for row in rows:
+        if row["handed_off"]:
+            payload = sql.read_json(row["payload"])
+            log.info("review.handed_off", tenant=row["tenant"], job_id=payload.get("job_id"),
+                     idempotency_key=row["idempotency_key"], outcome="pending")
+    return rows
 
 
 def _release(ids: list[int], token: uuid.UUID) -> int:

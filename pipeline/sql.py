@@ -250,24 +250,47 @@ RETURNING id
 """
 
 
-# The review consumer's batch in one statement: remember each event id unless already consumed, and
-# hand off a pending review for each one new (a republished event finds its id remembered and does
-# nothing). The events come as parallel arrays; RETURNING lists the reviews created.
-CONSUME_REVIEWS = """
-WITH incoming (event_id, tenant, document_id, idempotency_key, job_id) AS (
-    SELECT * FROM unnest(%(event_ids)s::uuid[], %(tenants)s::varchar[], %(documents)s::varchar[],
-                         %(keys)s::varchar[], %(jobs)s::bigint[])
-), fresh AS (
+# The review consumer's work on a set of events (``incoming``: event_id, tenant, document_id,
+# idempotency_key, job_id): remember each event id unless already consumed, and hand off a pending review
+# for each one new (a republished event finds its id remembered and does nothing). ``reviews`` lists the
+# reviews created.
+_APPLY_REVIEWS = """
+consumed AS (
     INSERT INTO pipeline_consumedevent (consumer, event_id, consumed_at)
     SELECT %(consumer)s, event_id, %(now)s FROM incoming
     ON CONFLICT (consumer, event_id) DO NOTHING
     RETURNING event_id
-)
-INSERT INTO pipeline_review (tenant, document_id, idempotency_key, event_id, job_id, status, created_at)
-SELECT incoming.tenant, incoming.document_id, incoming.idempotency_key, incoming.event_id, incoming.job_id,
-       'pending', %(now)s
-FROM incoming JOIN fresh ON fresh.event_id = incoming.event_id
-RETURNING tenant, job_id, idempotency_key
+), reviews AS (
+    INSERT INTO pipeline_review (tenant, document_id, idempotency_key, event_id, job_id, status, created_at)
+    SELECT incoming.tenant, incoming.document_id, incoming.idempotency_key, incoming.event_id, incoming.job_id,
+           'pending', %(now)s
+    FROM incoming JOIN consumed ON consumed.event_id = incoming.event_id
+    RETURNING tenant, job_id, idempotency_key, event_id
+)"""
+
+# The review consumer's batch in one statement; the events come as parallel arrays.
+CONSUME_REVIEWS = f"""
+WITH incoming (event_id, tenant, document_id, idempotency_key, job_id) AS (
+    SELECT * FROM unnest(%(event_ids)s::uuid[], %(tenants)s::varchar[], %(documents)s::varchar[],
+                         %(keys)s::varchar[], %(jobs)s::bigint[])
+), {_APPLY_REVIEWS}
+SELECT tenant, job_id, idempotency_key FROM reviews
+"""
+
+# The relay's claim with the review consumer's work on the claimed events of its topic, in one
+# statement, when the review consumer is the relay's first publisher (``handed_off``: a review was
+# created for the row's event). At-least-once as before: a relay that dies before marking the rows
+# published leaves them to a later claim, whose consumer finds their ids remembered. A payload the
+# review cannot be made from fails the whole statement, claim included: the relay then claims alone
+# and the consumer takes the events one by one, so the bad one fails by itself.
+CLAIM_EVENTS_AND_HAND_OFF = f"""
+WITH claimed AS ({CLAIM_EVENTS}), incoming AS (
+    SELECT event_id, tenant, payload ->> 'document_id' AS document_id, idempotency_key,
+           (payload ->> 'job_id')::bigint AS job_id
+    FROM claimed WHERE topic = %(review_topic)s
+), {_APPLY_REVIEWS}
+SELECT claimed.*, reviews.event_id IS NOT NULL AS handed_off
+FROM claimed LEFT JOIN reviews ON reviews.event_id = claimed.event_id
 """
 
 # Enqueue in one statement: insert the job unless its key (or its tenant, document and version, the

@@ -190,3 +190,42 @@ def test_a_slow_publisher_never_keeps_the_next_one_from_every_event(clock):
     assert (report.published, report.released) == (1, 2)
     assert slow.seen == after.seen == [keys[0]]
     assert OutboxEvent.objects.get(idempotency_key=keys[0]).published_at is not None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("chain", ["review-handoff", "default"])
+def test_a_result_no_review_can_be_made_from_fails_alone_when_the_claim_hands_off(clock, chain):
+    """The relay's claim does the review consumer's work (it comes first); an event whose payload makes no
+    review fails the one-statement claim, and the relay then claims alone and hands events over one by one:
+    the others get their review and are published, the bad one fails by itself, and every later
+    publisher still gets the events."""
+    from pipeline import relay
+    from pipeline.consumer import REVIEW_CONSUMER
+    from pipeline.models import ConsumedEvent
+
+    keys = _jobs_committed(3, clock)
+    OutboxEvent.objects.filter(idempotency_key=keys[1]).update(payload={"job_id": "not a number"})
+    after = _Recording()
+    publisher = ConsumerPublisher(clock) if chain == "review-handoff" else FanoutPublisher([ConsumerPublisher(clock), after])
+    report = relay.publish_pending(publisher=publisher, clock=clock)
+    assert (report.claimed, report.published, report.failed) == (3, 2, 1)
+    assert sorted(Review.objects.values_list("idempotency_key", flat=True)) == [keys[0], keys[2]]
+    assert ConsumedEvent.objects.filter(consumer=REVIEW_CONSUMER).count() == 2
+    bad = OutboxEvent.objects.get(idempotency_key=keys[1])
+    assert (bad.failures, bad.published_at) == (1, None)
+    assert after.seen == ([] if chain == "review-handoff" else keys)  # a later publisher: every event, in order
+
+
+@pytest.mark.django_db
+def test_the_claim_hands_results_off_once_and_the_next_publishers_get_every_event(clock):
+    from pipeline import relay
+
+    keys = _jobs_committed(3, clock)
+    after = _Recording()
+    report = relay.publish_pending(publisher=FanoutPublisher([ConsumerPublisher(clock), after]), clock=clock)
+    assert (report.claimed, report.published, report.failed) == (3, 3, 0)
+    assert after.seen == keys
+    assert sorted(Review.objects.values_list("idempotency_key", flat=True)) == keys
+    OutboxEvent.objects.update(published_at=None, claim_token=None, claimed_until=None)  # a republish
+    assert relay.publish_pending(publisher=FanoutPublisher([ConsumerPublisher(clock), after]), clock=clock).published == 3
+    assert Review.objects.count() == 3 and after.seen == keys + keys  # the consumer dedupes; the others see it again
