@@ -67,6 +67,7 @@ def process_once(
     prices: Prices | None = None,
     announce: bool = True,
     commit_times: list[tuple[int, int, float]] | None = None,
+    on_claim: Callable[[queue.Lease | None], None] | None = None,
 ) -> WorkOutcome:
     """Process at most one job. Extraction may run more than once for a job (at-least-once
     execution); the fenced commit makes its effect happen once. An attempt that would start past
@@ -80,9 +81,11 @@ def process_once(
     the database whether this lease's result landed. ``announce=False`` commits without waking the
     relays (the caller publishes the outbox itself next). With ``commit_times`` the commit's time is
     appended there for the caller to record with others (``queue.record_commit_times``) instead of
-    written at once.
+    written at once. ``on_claim`` is told the claim's answer (the lease, or None) as soon as it comes.
     """
     lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
+    if on_claim is not None:
+        on_claim(lease)
     if lease is None:
         return WorkOutcome(Outcome.IDLE, more_waiting=False)
     done = _process_lease(lease, extractor=extractor, validator=validator, crash=crash, clock=clock,

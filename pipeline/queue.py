@@ -63,6 +63,7 @@ class Lease:
     leased_at: dt.datetime | None = None
     due_at: dt.datetime | None = None  # when the job became claimable for this lease (the claim says)
     more_waiting: bool = True  # another job was claimable when this one was claimed (False: the claim said none)
+    snapshot: str | None = None  # the claim's snapshot (pg_snapshot text: xmin:xmax:xip,...), on PostgreSQL
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Lease:
@@ -75,7 +76,7 @@ class Lease:
             payload_hash=row["payload_hash"], deadline_at=sql.read_ts(row["deadline_at"]),
             leased_at=sql.read_ts(row["leased_at"]) if row.get("leased_at") else None,
             due_at=sql.read_ts(row["due_at"]) if row.get("due_at") else None,
-            more_waiting=bool(row.get("more_waiting", True)),
+            more_waiting=bool(row.get("more_waiting", True)), snapshot=row.get("snapshot"),
         )
 
     @property

@@ -109,7 +109,8 @@ DUE_AT = "CASE WHEN prior.status = 'leased' THEN prior.lease_until ELSE prior.vi
 # worker died or stalled) and opens one per new lease. PostgreSQL does all three in one statement, and
 # says whether another job was claimable beside the ones taken (``more_waiting``, read in the snapshot
 # the claim began with: a job committed later rang the doorbell, which the drain hears when it parks;
-# a row another claimer held counts, so it errs towards one more look, never towards none).
+# a row another claimer held counts, so it errs towards one more look, never towards none), and which
+# transactions that snapshot saw (``snapshot``: pipeline.runtime.wake_turn compares a doorbell's with it).
 _CLAIM_WITH_ATTEMPTS = f"""
 WITH claimed AS ({_CLAIM}),
 ended AS (
@@ -124,7 +125,8 @@ opened AS (
     WHERE claimed.status = 'leased'
 )
 SELECT claimed.*, {DUE_AT} AS due_at, EXISTS (SELECT 1 FROM ({CLAIMABLE}
-    ORDER BY visible_at, id OFFSET %(limit)s LIMIT 1) AS later) AS more_waiting
+    ORDER BY visible_at, id OFFSET %(limit)s LIMIT 1) AS later) AS more_waiting,
+    pg_current_snapshot()::text AS snapshot
 FROM claimed JOIN pipeline_job prior ON prior.id = claimed.id
 """
 
@@ -302,7 +304,7 @@ INSERT INTO pipeline_job ({columns}) VALUES ({values})
 ON CONFLICT DO NOTHING
 RETURNING id
 """
-_ENQUEUE = "WITH inserted AS ({insert}) SELECT id, pg_notify(%(_channel)s, '') FROM inserted"
+_ENQUEUE = "WITH inserted AS ({insert}) SELECT id, pg_notify(%(_channel)s, pg_current_xact_id()::text) FROM inserted"
 
 
 def insert_job(values: dict[str, Any], *, notify_channel: str) -> int | None:

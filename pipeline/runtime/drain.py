@@ -34,6 +34,7 @@ from pipeline.models import MAX_PUBLISH_ATTEMPTS, Job, OutboxEvent
 from pipeline.processing import Outcome, WorkOutcome, process_once
 from pipeline.reconnect import CONNECTION_ERRORS, drop_connection
 from pipeline.runtime import liveness, wakeups
+from pipeline.runtime.wake_turn import WakeTurn, nothing_left_for, transaction_ids
 from pipeline.runtime.shutdown import STATE, StopState, release_held
 from pipeline.states import JobStatus
 from relayops.logging import get_logger
@@ -97,6 +98,7 @@ class Drain:
         stop: StopState = STATE,
         clock: Clock = system_clock,
         monotonic: Callable[[], float] = time.monotonic,
+        wake_turn: WakeTurn | None = None,
     ) -> None:
         if not (jobs or outbox):
             raise InvalidInputError("jobs", "a drain runs jobs, the outbox, or both")
@@ -128,7 +130,12 @@ class Drain:
         # the other parked drains to race it for the event.
         self.work: Work = work or functools.partial(
             process_once, extractor=extractor, crash=crash, clock=clock, heartbeat=True, announce=not outbox,
-            commit_times=self.commit_times if outbox else None)
+            commit_times=self.commit_times if outbox else None, on_claim=self._claimed)
+        # The host's turn to claim for drains the jobs doorbell woke (pipeline.runtime.wake_turn): opened
+        # with the listener unless given.
+        self._turn = wake_turn
+        self._woke_by: frozenset[int] | None = None  # the transactions whose jobs doorbells last woke it
+        self._in_turn = False  # its claim holds the turn
         self.publisher = publisher
         self.crash = crash
         self.stop = stop
@@ -141,9 +148,12 @@ class Drain:
         report = DrainReport()
         end = self.monotonic() + self.max_seconds
         listener = None
+        own_turn = False
         self.stop.in_drain = True
         try:
             listener = wakeups.Listener.open(self.channels)  # before the first look: no NOTIFY slips by
+            if listener is not None and self.jobs and self._turn is None:
+                self._turn, own_turn = WakeTurn.for_database(), True
             self._record_presence(progress=False)  # present from its first second, even if a long job follows
             report.ended = self._loop(report, listener, end)
         except ShutdownInterrupt:
@@ -155,6 +165,9 @@ class Drain:
             self.stop.in_drain = False
             if listener is not None:
                 listener.close()
+            if own_turn and self._turn is not None:
+                self._turn.close()
+                self._turn = None
         if report.ended in (DrainEnding.STOPPED, DrainEnding.INTERRUPTED):
             liveness.mark_gone(self.worker_id, self.clock.now())  # the worker stops: no successor
         return report
@@ -184,7 +197,7 @@ class Drain:
         try:
             if self._woken is not None and self._check_due():
                 connection.close_if_unusable_or_obsolete()
-            done = self.work(self.worker_id) if self.jobs else None
+            done = self._work() if self.jobs else None
             # The claim said no other job was waiting: the drain parks after this step instead of looking
             # again (a job enqueued since rang the doorbell it hears as it parks).
             more = done is not None and done.more_waiting
@@ -206,6 +219,34 @@ class Drain:
             drop_connection()
             raise
         return (worked and more) or relay_more
+
+    def _work(self) -> WorkOutcome | None:
+        """The unit of work; woken by the jobs doorbell, in the host's turn: None (no claim) when the
+        last claim in turn saw every transaction that rang and no other job waiting."""
+        turn = self._turn
+        if turn is None or not turn.available or not self._woken or wakeups.JOBS not in self._woken:
+            return self.work(self.worker_id)
+        try:
+            if nothing_left_for(turn.take(), self._woke_by):
+                return None
+            self._in_turn = True
+            done = self.work(self.worker_id)
+            if self._in_turn:  # a unit of work that did not tell at its claim (_claimed): nothing is known
+                turn.give_back(claimed=True)
+            return done
+        finally:
+            self._in_turn = False
+            turn.give_back()
+
+    def _claimed(self, lease: queue.Lease | None) -> None:
+        """The claim answered: give the turn back at once, with what the claim saw (an idle claim
+        returns no snapshot: the next drain claims)."""
+        if self._turn is not None and self._in_turn:
+            self._in_turn = False
+            if lease is None:
+                self._turn.give_back(claimed=True)
+            else:
+                self._turn.give_back(lease.snapshot, lease.more_waiting, claimed=True)
 
     def _check_due(self) -> bool:
         """Whether the connection is checked before this step: at the start, and after a long park."""
@@ -290,6 +331,8 @@ class Drain:
             elif rung := listener.wait(min(left, WAIT_SLICE_SECONDS)):
                 report.wakeups += 1
                 self._woken = rung
+                if wakeups.JOBS in rung:
+                    self._woke_by = transaction_ids(listener.payloads.get(wakeups.JOBS))
                 return
 
     def _seconds_until_due(self, now: dt.datetime) -> float:

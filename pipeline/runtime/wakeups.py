@@ -46,12 +46,17 @@ def connect_params() -> dict[str, Any]:
     return params
 
 
+# A NOTIFY's payload: the ringing transaction's id, so a drain can tell whether a claim's snapshot saw
+# what rang (pipeline.runtime.wake_turn). Notifications of one transaction with one payload arrive once.
+PAYLOAD_SQL = "pg_current_xact_id()::text"
+
+
 def ring(channel: str) -> None:
     """NOTIFY ``channel`` in the caller's transaction (SQLite has no NOTIFY: its drains poll)."""
     _check_channel(channel)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, '')", [channel])
+            cursor.execute(f"SELECT pg_notify(%s, {PAYLOAD_SQL})", [channel])
 
 
 class Listener:
@@ -71,6 +76,7 @@ class Listener:
         self._conn = psycopg.connect(**connect_params(), autocommit=True)
         for channel in self.channels:
             self._conn.execute(f'LISTEN "{channel}"')  # names are our constants, checked above
+        self.payloads: dict[str, set[str]] = {}  # what the last wake-up's NOTIFYs carried, by channel
 
     @classmethod
     def open(cls, channels: Iterable[str]) -> Listener | None:
@@ -85,10 +91,13 @@ class Listener:
         Wake-ups already queued on the connection are all consumed, so a burst of NOTIFYs costs one
         wake-up, not one per row.
         """
-        rung = {n.channel for n in self._conn.notifies(timeout=max(timeout, 0.0), stop_after=1)}
-        if rung:
-            rung |= {n.channel for n in self._conn.notifies(timeout=0.0)}
-        return rung
+        notes = list(self._conn.notifies(timeout=max(timeout, 0.0), stop_after=1))
+        if notes:
+            notes += self._conn.notifies(timeout=0.0)
+        self.payloads = {}
+        for note in notes:
+            self.payloads.setdefault(note.channel, set()).add(note.payload)
+        return set(self.payloads)
 
     def close(self) -> None:
         self._conn.close()
