@@ -6,6 +6,7 @@ import datetime as dt
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 
@@ -17,10 +18,18 @@ class Event:
     idempotency_key: str
     payload: dict[str, Any]
     created_at: dt.datetime
+    # What the publishers asked the relay's claim to read about this event (their ``claim_facts``), by
+    # name; empty when nothing was asked or the database could not say (SQLite).
+    claim_facts: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 class Publisher(Protocol):
-    """Delivers an event somewhere. Delivery is at-least-once: consumers dedupe by event id."""
+    """Delivers an event somewhere. Delivery is at-least-once: consumers dedupe by event id.
+
+    A publisher may also have ``claim_facts``: name -> a scalar SQL expression over the claimed outbox
+    row (written ``{event}.column``) that the relay's claim reads with the row, in the same round trip
+    and snapshot, and hands over as ``event.claim_facts[name]`` (so a publisher that would read
+    something per batch can skip it when the claim says there is nothing to do)."""
 
     def publish(self, event: Event) -> None: ...
 

@@ -78,6 +78,11 @@ class FanoutPublisher:
     def __init__(self, publishers: Sequence[Publisher]) -> None:
         self.publishers = tuple(publishers)
 
+    @property
+    def claim_facts(self) -> dict[str, str]:
+        """Every publisher's claim facts (pipeline.events.Publisher)."""
+        return {name: sql for p in self.publishers for name, sql in (getattr(p, "claim_facts", None) or {}).items()}
+
     def split_review_handoff(self) -> tuple[bool, Publisher | None]:
         """(whether the review consumer comes first, the publishers after it): the relay then does the
         consumer's work in its claim and hands the events to the others only."""

@@ -85,13 +85,19 @@ class RelayReport:
     released: int = 0  # claimed but not tried: half the claim had passed (slow publishers), given back
 
 
-def _event(row: dict) -> Event:
+def _event(row: dict, facts: dict[str, str]) -> Event:
     raw_id = row["event_id"]
     return Event(
         event_id=raw_id if isinstance(raw_id, uuid.UUID) else uuid.UUID(raw_id), tenant=row["tenant"],
         topic=row["topic"], idempotency_key=row["idempotency_key"], payload=sql.read_json(row["payload"]),
-        created_at=sql.read_ts(row["created_at"]),
+        created_at=sql.read_ts(row["created_at"]), claim_facts={name: row[f"fact_{name}"] for name in facts},
     )
+
+
+def _facts(publisher: Publisher | None) -> dict[str, str]:
+    """What ``publisher`` asks the claim to read about each event (``claim_facts``; PostgreSQL only)."""
+    facts = getattr(publisher, "claim_facts", None)
+    return dict(facts) if facts and connection.vendor == "postgresql" else {}
 
 
 def publish_pending(
@@ -125,15 +131,18 @@ def publish_pending(
         "max_attempts": MAX_PUBLISH_ATTEMPTS,
     }
     handed_off, rest = _split(publisher)
-    rows = _claim_and_hand_off(params) if handed_off else None
+    facts = _facts(rest)
+    rows = _claim_and_hand_off(params, facts) if handed_off else None
     if rows is None:  # the claim alone: every publisher gets the events
-        rows, rest = sql.fetch(sql.CLAIM_EVENTS.format(skip_locked=sql.skip_locked()), params), publisher
+        rest, facts = publisher, _facts(publisher)
+        rows = sql.fetch(sql.CLAIM_EVENTS.format(skip_locked=sql.skip_locked(), facts=sql.claim_fact_columns(facts)),
+                         params)
     ordered = sorted(rows, key=lambda r: r["id"])
     events: dict[int, Event] = {}
     unreadable: dict[int, Exception] = {}
     for row in ordered:
         try:
-            events[row["id"]] = _event(row)
+            events[row["id"]] = _event(row, facts)
         except Exception as exc:  # a row no publisher could be handed: it fails alone
             unreadable[row["id"]] = exc
     stop_at = monotonic() + claim_seconds / 2  # slow publishers (webhooks timing out): give the rest back
@@ -167,12 +176,12 @@ def _split(publisher: Publisher) -> tuple[bool, Publisher | None]:
     return split() if split is not None else (False, publisher)
 
 
-def _claim_and_hand_off(params: dict) -> list[dict] | None:
+def _claim_and_hand_off(params: dict, facts: dict[str, str]) -> list[dict] | None:
     """Claim and hand the claimed results off to review in one statement (PostgreSQL); None when that
     cannot be done: SQLite, or a claimed event no review can be made from (nothing was claimed then)."""
     if connection.vendor != "postgresql":
         return None
-    statement = sql.CLAIM_EVENTS_AND_HAND_OFF.format(skip_locked=sql.skip_locked())
+    statement = sql.CLAIM_EVENTS_AND_HAND_OFF.format(skip_locked=sql.skip_locked(), facts=sql.claim_fact_columns(facts))
     try:
         with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():  # a savepoint
             rows = sql.fetch(statement, {**params, "consumer": REVIEW_CONSUMER, "review_topic": RESULT_TOPIC})

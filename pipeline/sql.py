@@ -200,7 +200,8 @@ RETURNING event_id
 # many failures (parked_at) or interrupted max_attempts times is left pending, visible to operators,
 # and not retried until one redelivers it. Two index scans that stop at their limit: rows never failed
 # (outbox_fresh, in id order) and rows whose backoff ended (outbox_backoff, by due time); a backlog of
-# rows still backing off is never read.
+# rows still backing off is never read. ``{facts}``: what the publishers ask the claim to read about each
+# row (``claim_facts``; ``claim_fact_columns`` writes them), in the same round trip and snapshot.
 CLAIM_EVENTS = """
 WITH fresh AS (
     SELECT id FROM pipeline_outboxevent
@@ -220,7 +221,7 @@ WITH fresh AS (
 UPDATE pipeline_outboxevent SET
     claim_token = %(token)s, claimed_until = %(claimed_until)s, publish_attempts = publish_attempts + 1
 WHERE id IN (SELECT id FROM (SELECT id FROM fresh UNION ALL SELECT id FROM due) AS pending ORDER BY id LIMIT %(limit)s)
-RETURNING id, event_id, tenant, topic, idempotency_key, payload, created_at, failures
+RETURNING id, event_id, tenant, topic, idempotency_key, payload, created_at, failures{facts}
 """
 
 # The fenced commit in one round trip (the function is migration 0016_commit_function's): job
@@ -305,6 +306,18 @@ ON CONFLICT DO NOTHING
 RETURNING id
 """
 _ENQUEUE = "WITH inserted AS ({insert}) SELECT id, pg_notify(%(_channel)s, pg_current_xact_id()::text) FROM inserted"
+
+
+def claim_fact_columns(facts: dict[str, str]) -> str:
+    """The RETURNING columns of the publishers' claim facts: name -> a scalar SQL expression over the
+    claimed outbox row, written ``{event}.column`` (names are identifiers; the expressions are code's,
+    never input)."""
+    columns = []
+    for name, expression in sorted(facts.items()):
+        if not name.isidentifier() or not name.isascii():
+            raise ValueError(f"claim fact name {name!r} is not an identifier")
+        columns.append(f", ({expression.format(event='pipeline_outboxevent')}) AS fact_{name}")
+    return "".join(columns)
 
 
 def insert_job(values: dict[str, Any], *, notify_channel: str) -> int | None:

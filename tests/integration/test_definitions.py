@@ -83,7 +83,7 @@ def test_the_relay_claims_exactly_the_pending_events(clock):
     pending = set(OutboxEvent.objects.pending(clock.now()).values_list("pk", flat=True))
     assert pending == {events[1].pk, events[3].pk, events[5].pk}
     assert set(OutboxEvent.objects.parked().values_list("pk", flat=True)) == {events[2].pk, events[6].pk}
-    claimed = sql.fetch(sql.CLAIM_EVENTS.format(skip_locked=sql.skip_locked()), {
+    claimed = sql.fetch(sql.CLAIM_EVENTS.format(skip_locked=sql.skip_locked(), facts=""), {
         "token": sql.uuid_param(events[0].event_id), "now": clock.now(), "limit": 100, "max_attempts": 20,
         "claimed_until": clock.now() + dt.timedelta(seconds=30),
     })
