@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
@@ -83,6 +84,7 @@ class RelayReport:
     lost_claims: int  # published, but the claim had expired and another relay took the row
     parked: int = 0  # failed for the last allowed time: no longer claimed until an operator redelivers
     released: int = 0  # claimed but not tried: half the claim had passed (slow publishers), given back
+    read: dict[str, Any] | None = None  # the caller's ``also_read``, read in the claim's statement (PostgreSQL)
 
 
 def _event(row: dict, facts: dict[str, str]) -> Event:
@@ -109,6 +111,7 @@ def publish_pending(
     crash: CrashInjector = NO_CRASH,
     policy: FailurePolicy | None = None,
     monotonic: Callable[[], float] = time.monotonic,
+    also_read: str | None = None,
 ) -> RelayReport:
     """Publish up to ``batch_size`` pending events. At-least-once: a crash after publishing and
     before marking republishes the event later, and the consumer absorbs it.
@@ -116,7 +119,11 @@ def publish_pending(
     A publisher that raises leaves its event unpublished: the failure is recorded on the row (if the
     claim is still ours) with a backoff, and the event is parked at ``policy.max_failures``. Once half
     the claim has passed, the rows not yet tried are given back, so a batch of slow publications never
-    outlives its claim by more than one event's publication (and a drain is not held up for long)."""
+    outlives its claim by more than one event's publication (and a drain is not held up for long).
+
+    ``also_read``: a one-row SELECT (literal SQL, its columns named ``also_*``) the claim's statement runs
+    in its own snapshot on PostgreSQL, returned as ``RelayReport.read`` (a drain reads when it is next
+    due this way, and parks without a statement of its own)."""
     check_int("batch_size", batch_size, low=1, high=10_000)
     policy = policy or FailurePolicy.from_settings()
     check_number("claim_seconds", claim_seconds, above=0, high=3600)
@@ -130,13 +137,17 @@ def publish_pending(
         "claimed_until": sql.ts(now + dt.timedelta(seconds=claim_seconds)), "limit": batch_size,
         "max_attempts": MAX_PUBLISH_ATTEMPTS,
     }
+    also = also_read if also_read and connection.vendor == "postgresql" else None
     handed_off, rest = _split(publisher)
     facts = _facts(rest)
-    rows = _claim_and_hand_off(params, facts) if handed_off else None
+    rows = _claim_and_hand_off(params, facts, also) if handed_off else None
     if rows is None:  # the claim alone: every publisher gets the events
         rest, facts = publisher, _facts(publisher)
-        rows = sql.fetch(sql.CLAIM_EVENTS.format(skip_locked=sql.skip_locked(), facts=sql.claim_fact_columns(facts)),
-                         params)
+        statement = sql.CLAIM_EVENTS_AND_READ if also else sql.CLAIM_EVENTS
+        rows = sql.fetch(statement.format(skip_locked=sql.skip_locked(), facts=sql.claim_fact_columns(facts),
+                                          also=also), params)
+    read = {k: v for k, v in rows[0].items() if k.startswith("also_")} if also and rows else None
+    rows = [row for row in rows if row["id"] is not None]  # with a read, a claim of nothing is one empty row
     ordered = sorted(rows, key=lambda r: r["id"])
     events: dict[int, Event] = {}
     unreadable: dict[int, Exception] = {}
@@ -166,7 +177,7 @@ def publish_pending(
         published_at=clock.now(), claim_token=None, claimed_until=None
     ) if published else 0
     return RelayReport(claimed=len(rows), published=marked, failed=len(rows) - len(published) - len(untried),
-                       lost_claims=len(published) - marked, parked=parked, released=released)
+                       lost_claims=len(published) - marked, parked=parked, released=released, read=read)
 
 
 def _split(publisher: Publisher) -> tuple[bool, Publisher | None]:
@@ -176,12 +187,13 @@ def _split(publisher: Publisher) -> tuple[bool, Publisher | None]:
     return split() if split is not None else (False, publisher)
 
 
-def _claim_and_hand_off(params: dict, facts: dict[str, str]) -> list[dict] | None:
+def _claim_and_hand_off(params: dict, facts: dict[str, str], also: str | None) -> list[dict] | None:
     """Claim and hand the claimed results off to review in one statement (PostgreSQL); None when that
     cannot be done: SQLite, or a claimed event no review can be made from (nothing was claimed then)."""
     if connection.vendor != "postgresql":
         return None
-    statement = sql.CLAIM_EVENTS_AND_HAND_OFF.format(skip_locked=sql.skip_locked(), facts=sql.claim_fact_columns(facts))
+    template = sql.CLAIM_EVENTS_AND_HAND_OFF_AND_READ if also else sql.CLAIM_EVENTS_AND_HAND_OFF
+    statement = template.format(skip_locked=sql.skip_locked(), facts=sql.claim_fact_columns(facts), also=also)
     try:
         with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():  # a savepoint
             rows = sql.fetch(statement, {**params, "consumer": REVIEW_CONSUMER, "review_topic": RESULT_TOPIC})
@@ -190,7 +202,7 @@ def _claim_and_hand_off(params: dict, facts: dict[str, str]) -> list[dict] | Non
     except DatabaseError:
         return None
     for row in rows:
-        if row["handed_off"]:
+        if row["id"] is not None and row["handed_off"]:
             payload = sql.read_json(row["payload"])
             log.info("review.handed_off", tenant=row["tenant"], job_id=payload.get("job_id"),
                      idempotency_key=row["idempotency_key"], outcome="pending")

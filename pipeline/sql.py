@@ -286,14 +286,27 @@ SELECT tenant, job_id, idempotency_key FROM reviews
 # published leaves them to a later claim, whose consumer finds their ids remembered. A payload the
 # review cannot be made from fails the whole statement, claim included: the relay then claims alone
 # and the consumer takes the events one by one, so the bad one fails by itself.
-CLAIM_EVENTS_AND_HAND_OFF = f"""
+_HAND_OFF = f"""
 WITH claimed AS ({CLAIM_EVENTS}), incoming AS (
     SELECT event_id, tenant, payload ->> 'document_id' AS document_id, idempotency_key,
            (payload ->> 'job_id')::bigint AS job_id
     FROM claimed WHERE topic = %(review_topic)s
 ), {_APPLY_REVIEWS}
+"""
+CLAIM_EVENTS_AND_HAND_OFF = _HAND_OFF + """
 SELECT claimed.*, reviews.event_id IS NOT NULL AS handed_off
 FROM claimed LEFT JOIN reviews ON reviews.event_id = claimed.event_id
+"""
+
+# Either claim with a one-row read of the caller's (``{also}``: its columns named ``also_*``) in the same
+# statement and snapshot: one row with the read and no claimed columns when nothing was claimed.
+CLAIM_EVENTS_AND_READ = f"""
+WITH claimed AS ({CLAIM_EVENTS})
+SELECT claimed.*, also.* FROM ({{also}}) AS also LEFT JOIN claimed ON true
+"""
+CLAIM_EVENTS_AND_HAND_OFF_AND_READ = _HAND_OFF + """
+SELECT claimed.*, reviews.event_id IS NOT NULL AS handed_off, also.*
+FROM ({also}) AS also LEFT JOIN (claimed LEFT JOIN reviews ON reviews.event_id = claimed.event_id) ON true
 """
 
 # Enqueue in one statement: insert the job unless its key (or its tenant, document and version, the

@@ -136,6 +136,8 @@ class Drain:
         self._turn = wake_turn
         self._woke_by: frozenset[int] | None = None  # the transactions whose jobs doorbells last woke it
         self._in_turn = False  # its claim holds the turn
+        self._moments_sql: str | None = None  # when it is next due, as one SELECT for the relay's claim
+        self._read: dict[str, Any] | None = None  # that SELECT's row, read by this step's relay pass
         self.publisher = publisher
         self.crash = crash
         self.stop = stop
@@ -194,6 +196,7 @@ class Drain:
         anything is claimed, and a database error ends the drain (its host starts a fresh one).
         """
         worked = False
+        self._read = None  # a read of an earlier step is stale
         try:
             if self._woken is not None and self._check_due():
                 connection.close_if_unusable_or_obsolete()
@@ -265,7 +268,11 @@ class Drain:
 
     def _relay(self, report: DrainReport) -> relay.RelayReport:
         relayed = relay.publish_pending(self.batch_size, publisher=self.publisher, crash=self.crash,
-                                        claim_seconds=self.claim_seconds, clock=self.clock)
+                                        claim_seconds=self.claim_seconds, clock=self.clock,
+                                        also_read=self._also_read())
+        # When it is next due, as the claim saw it: the park after this step needs no look of its own,
+        # unless a failure set a backoff since (the claim did not see that).
+        self._read = relayed.read if not (relayed.failed or relayed.released) else None
         self._relayed_at, self._owed = self.monotonic(), False
         report.published += relayed.published
         if len(self.commit_times) >= self.batch_size or self.monotonic() - self._times_recorded_at >= 1.0:
@@ -337,8 +344,16 @@ class Drain:
 
     def _seconds_until_due(self, now: dt.datetime) -> float:
         """Seconds until a job becomes claimable (a retry's backoff, a lease's expiry) or a relay
-        claim expires; the poll interval when nothing is scheduled."""
-        firsts: list[QuerySet] = []  # each the earliest moment of one kind, read in one statement
+        claim expires; the poll interval when nothing is scheduled. Read by the relay's claim when this
+        step's relay pass read it (and recorded no failure since); else in one statement."""
+        read, self._read = self._read, None
+        moments = _moments(read) if read is not None else _read_firsts(self._firsts())
+        due = [(m - now).total_seconds() for m in moments if m is not None]
+        return max(min(due, default=self.poll_seconds), 0.0)
+
+    def _firsts(self) -> list[QuerySet]:
+        """The earliest moment of each kind, each a one-value query."""
+        firsts: list[QuerySet] = []
         if self.jobs:
             # Each side served by its own index, stopping at its first row; a paused tenant's jobs are
             # not due (they would keep an idle drain spinning), and its resume rings the doorbell.
@@ -350,9 +365,14 @@ class Drain:
             backing_off = OutboxEvent.objects.unpublished().filter(  # outbox_backoff; a failure releases the claim
                 parked_at__isnull=True, claim_token__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS)
             firsts.append(_first(backing_off, "next_attempt_at"))
-        moments = _read_firsts(firsts)
-        due = [(m - now).total_seconds() for m in moments if m is not None]
-        return max(min(due, default=self.poll_seconds), 0.0)
+        return firsts
+
+    def _also_read(self) -> str | None:
+        """The moments' one-row SELECT as literal SQL for the relay's claim to run (PostgreSQL), built once."""
+        if self._moments_sql is None and connection.vendor == "postgresql":
+            text, params = _firsts_statement(self._firsts(), prefix="also_")
+            self._moments_sql = connection.ops.compose_sql(text, params).replace("%", "%%")
+        return self._moments_sql
 
 
 def _first(rows: QuerySet, column: str) -> QuerySet:
@@ -360,15 +380,27 @@ def _first(rows: QuerySet, column: str) -> QuerySet:
     return rows.filter(**{f"{column}__isnull": False}).order_by(column).values_list(column, flat=True)[:1]
 
 
-def _read_firsts(firsts: list[QuerySet]) -> list[dt.datetime | None]:
-    """Run the one-value queries as scalar subqueries of one statement: a park costs one round trip."""
+def _firsts_statement(firsts: list[QuerySet], prefix: str = "") -> tuple[str, list[Any]]:
+    """The one-value queries as scalar subqueries of one SELECT (columns ``{prefix}0``, ...)."""
     parts: list[str] = []
     params: list[Any] = []
-    for query in firsts:
+    for n, query in enumerate(firsts):
         text, args = query.query.sql_with_params()
-        parts.append(f"({text})")
+        parts.append(f"({text}) AS {prefix or 'm'}{n}")
         params.extend(args)
+    return f"SELECT {', '.join(parts)}", params
+
+
+def _read_firsts(firsts: list[QuerySet]) -> list[dt.datetime | None]:
+    """Run the one-value queries as one statement: a park costs one round trip."""
+    text, params = _firsts_statement(firsts)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {', '.join(parts)}", params)
+        cursor.execute(text, params)
         row = cursor.fetchone()
     return [None if value is None else sql.read_ts(value) for value in row]
+
+
+def _moments(read: dict[str, Any]) -> list[dt.datetime | None]:
+    """The moments a relay claim read (``also_0``, ``also_1``, ...)."""
+    values = [read[key] for key in sorted(read, key=lambda k: int(k.removeprefix("also_")))]
+    return [None if value is None else sql.read_ts(value) for value in values]

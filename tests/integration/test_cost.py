@@ -108,6 +108,27 @@ def test_a_drain_whose_claim_saw_no_other_job_relays_and_parks_without_looking_a
 
 
 @pytest.mark.django_db(transaction=True)
+def test_after_a_relay_pass_a_drain_parks_on_what_the_relay_claim_read_without_a_look_of_its_own(clock):
+    """One job meeting an idle drain costs its claim, its commit and the relay pass: the relay's claim
+    also read when the drain is next due (here a retry backing off for 7 s), so the park that follows
+    needs no statement; the next park, with no relay pass before it, looks for itself."""
+    from pipeline.runtime.drain import Drain, DrainReport
+
+    queue.enqueue("acme", "now", 1, invoice(1), clock=clock)
+    queue.enqueue("acme", "later", 1, invoice(2), clock=clock)
+    Job.objects.filter(document_id="later").update(visible_at=clock.now() + dt.timedelta(seconds=7))
+    drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock)
+    with CaptureQueriesContext(connection) as queries:
+        assert drain._step(DrainReport()) is False
+        assert drain._seconds_until_due(clock.now()) == 7.0
+    work = [s.split()[:2] for s in hot_path(queries)[0] if "drainpresence" not in s]  # its presence: once a second
+    assert work == [["WITH", "claimed"], ["SELECT", "outcome,"], ["WITH", "claimed"], ["UPDATE", '"pipeline_outboxevent"']]
+    with CaptureQueriesContext(connection) as queries:
+        assert drain._seconds_until_due(clock.now()) == 7.0
+    assert len(queries) == 1
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_parked_drain_reads_when_it_is_next_due_in_one_statement(clock):
     from pipeline.runtime.drain import Drain
 
