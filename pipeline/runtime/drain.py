@@ -371,7 +371,8 @@ class Drain:
         """The moments' one-row SELECT as literal SQL for the relay's claim to run (PostgreSQL), built once."""
         if self._moments_sql is None and connection.vendor == "postgresql":
             text, params = _firsts_statement(self._firsts(), prefix="also_")
-            self._moments_sql = connection.ops.compose_sql(text, params).replace("%", "%%")
+            postgresql_ops: Any = connection.ops  # PostgreSQL's operations compose SQL with its literals
+            self._moments_sql = postgresql_ops.compose_sql(text, params).replace("%", "%%")
         return self._moments_sql
 
 
