@@ -122,6 +122,10 @@ class Drain:
         self._park_deadline: float | None = None
         self._parked_at: float | None = None  # when the last park began; None: not parked since the start
         self._lost_race = False  # the last step was woken by the jobs doorbell and found no job
+        # The park ends (unless a doorbell rings) only for the drain's presence record: nothing else is due
+        # then, and the step after it records the presence alone and parks on (_beat).
+        self._presence_only = False
+        self._beat = False
         # The commits' times, recorded in one statement with a relay pass once a batch's worth is kept or
         # a second has passed, and when the drain ends (a killed drain loses only these numbers).
         self.commit_times: list[tuple[int, int, float]] = []
@@ -200,6 +204,11 @@ class Drain:
         try:
             if self._woken is not None and self._check_due():
                 connection.close_if_unusable_or_obsolete()
+            self._beat = self._woken == set() and self._presence_only
+            if self._beat:  # parked until its presence was due, and nothing else: record it and park on
+                self._record_presence(progress=False)
+                self._woken = None
+                return False
             done = self._work() if self.jobs else None
             # The claim said no other job was waiting: the drain parks after this step instead of looking
             # again (a job enqueued since rang the doorbell it hears as it parks).
@@ -317,21 +326,30 @@ class Drain:
         was due then is due then still: a doorbell announces work claimable now, and looking again would
         cost a statement for every drain the doorbell woke), but for at most LOST_RACE_RECHECK_SECONDS:
         the job may not have been taken but be a few milliseconds ahead of this host's clock (its
-        ``visible_at`` comes from the enqueuing host's).
+        ``visible_at`` comes from the enqueuing host's). Likewise after a park that ended for its presence
+        record alone: it records it and parks on until the deadline it had, without a look.
         """
-        if self._lost_race and self._park_deadline is not None and self._park_deadline > self.monotonic():
-            deadline = min(self._park_deadline, self.monotonic() + LOST_RACE_RECHECK_SECONDS)
+        resumed = self._lost_race or self._beat  # a re-park continues the park it interrupted
+        now = self.monotonic()
+        if resumed and self._park_deadline is not None and self._park_deadline > now:
+            deadline = self._park_deadline  # when work is next due, as the last look said
+            if self._lost_race:
+                deadline = min(deadline, now + LOST_RACE_RECHECK_SECONDS)
         else:
-            presence_due = self._presence_at + PRESENCE_IDLE_SECONDS - self.monotonic()
-            timeout = min(end - self.monotonic(), self.poll_seconds, presence_due,
-                          self._seconds_until_due(self.clock.now()))
-            deadline = self._park_deadline = self.monotonic() + max(timeout, MIN_WAIT_SECONDS)
+            timeout = min(end - now, self.poll_seconds, self._seconds_until_due(self.clock.now()))
+            deadline = self._park_deadline = now + max(timeout, MIN_WAIT_SECONDS)
+            resumed = False
+        presence_at = max(self._presence_at + PRESENCE_IDLE_SECONDS, now + MIN_WAIT_SECONDS)
+        presence_only = presence_at < deadline
+        deadline = min(deadline, presence_at)
         self._woken = set()  # unless a doorbell rings
-        if not self._lost_race:  # a re-park continues the park the lost race interrupted
-            self._parked_at = self.monotonic()
+        self._presence_only = False  # unless the park times out at the presence record
+        if not resumed:
+            self._parked_at = now
         while not self.stop.requested.is_set():
             left = deadline - self.monotonic()
             if left <= 0:
+                self._presence_only = presence_only
                 return
             if listener is None:
                 self.stop.requested.wait(min(left, WAIT_SLICE_SECONDS))

@@ -195,3 +195,30 @@ def test_a_drain_checks_its_connection_after_a_long_park_and_not_after_a_short_o
     else:  # not pinged: the step's first statement fails, before anything is claimed, and ends the drain
         with pytest.raises(DatabaseError):
             drain._step(report)
+
+
+def test_a_park_that_ends_for_the_presence_record_alone_records_it_and_parks_on_without_a_look():
+    """An idle drain records its presence every PRESENCE_IDLE_SECONDS; when nothing else is due, that
+    wake-up costs the record alone: no claim, no relay pass, and the park goes on to the moment the
+    last look gave (the poll, here) without a look of its own."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from pipeline.runtime.drain import DrainReport
+
+    now = [1000.0]
+
+    def ticking() -> float:  # each reading a second later: a park's wait ends without waiting
+        now[0] += 1.0
+        return now[0]
+
+    drain = Drain("node:1", max_seconds=600, poll_seconds=60, stop=StopState(), monotonic=ticking)
+    report = DrainReport()
+    assert drain._step(report) is False  # its start: presence recorded, nothing to do
+    drain._park(None, now[0] + 600, report)  # looks (nothing due: the poll), then times out at the presence
+    with CaptureQueriesContext(connection) as queries:
+        assert drain._step(report) is False
+        drain._park(None, now[0] + 600, report)
+    statements = [q["sql"] for q in queries]
+    assert statements and all("pipeline_drainpresence" in sql for sql in statements), statements
+    assert DrainPresence.objects.filter(worker="node:1").exists()
