@@ -54,6 +54,9 @@ BEHIND_SECONDS = 0.01
 # A drain that found no job after the jobs doorbell looks again at the latest this soon.
 LOST_RACE_RECHECK_SECONDS = 0.25
 OWED_PASSES = 10  # an ending drain publishes its commits in at most this many relay passes
+# A drain keeps its commits' times and writes them in one statement with a relay pass once a batch's
+# worth is kept or this long has passed, and when it ends (a killed drain loses only these numbers).
+COMMIT_TIMES_SECONDS = 5.0
 # A drain that parked this long checks its connection before its next statement (Django pings it, and
 # renews it when it failed or is past CONN_MAX_AGE); after a shorter park it does not: a ping per wake-up
 # was a round trip per job when jobs come one at a time.
@@ -126,8 +129,7 @@ class Drain:
         # then, and the step after it records the presence alone and parks on (_beat).
         self._presence_only = False
         self._beat = False
-        # The commits' times, recorded in one statement with a relay pass once a batch's worth is kept or
-        # a second has passed, and when the drain ends (a killed drain loses only these numbers).
+        # The commits' times, kept until COMMIT_TIMES_SECONDS have passed or a batch's worth is kept.
         self.commit_times: list[tuple[int, int, float]] = []
         self._times_recorded_at = monotonic()
         # A drain that relays publishes its own commits at its next step: their doorbell would only wake
@@ -284,7 +286,8 @@ class Drain:
         self._read = relayed.read if not (relayed.failed or relayed.released) else None
         self._relayed_at, self._owed = self.monotonic(), False
         report.published += relayed.published
-        if len(self.commit_times) >= self.batch_size or self.monotonic() - self._times_recorded_at >= 1.0:
+        if (len(self.commit_times) >= self.batch_size
+                or self.monotonic() - self._times_recorded_at >= COMMIT_TIMES_SECONDS):
             self._record_commit_times()
         return relayed
 
