@@ -343,7 +343,8 @@ class Drain:
             deadline = self._park_deadline = now + max(timeout, MIN_WAIT_SECONDS)
             resumed = False
         presence_at = max(self._presence_at + PRESENCE_IDLE_SECONDS, now + MIN_WAIT_SECONDS)
-        presence_only = presence_at < deadline
+        # Without a listener (SQLite) the presence record's wake-up is a look as well: its drains only poll.
+        presence_only = presence_at < deadline and listener is not None
         deadline = min(deadline, presence_at)
         self._woken = set()  # unless a doorbell rings
         self._presence_only = False  # unless the park times out at the presence record

@@ -197,10 +197,12 @@ def test_a_drain_checks_its_connection_after_a_long_park_and_not_after_a_short_o
             drain._step(report)
 
 
-def test_a_park_that_ends_for_the_presence_record_alone_records_it_and_parks_on_without_a_look():
+@pytest.mark.parametrize("listening", [True, False], ids=["listener", "no-listener"])
+def test_a_park_that_ends_for_the_presence_record_alone_records_it_and_parks_on_without_a_look(listening):
     """An idle drain records its presence every PRESENCE_IDLE_SECONDS; when nothing else is due, that
     wake-up costs the record alone: no claim, no relay pass, and the park goes on to the moment the
-    last look gave (the poll, here) without a look of its own."""
+    last look gave (the poll, here) without a look of its own. (Without a listener, on SQLite, it is
+    a look as well: there, looks are the only wake-ups.)"""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -212,13 +214,22 @@ def test_a_park_that_ends_for_the_presence_record_alone_records_it_and_parks_on_
         now[0] += 1.0
         return now[0]
 
+    from pipeline.runtime import wakeups
+
     drain = Drain("node:1", max_seconds=600, poll_seconds=60, stop=StopState(), monotonic=ticking)
     report = DrainReport()
-    assert drain._step(report) is False  # its start: presence recorded, nothing to do
-    drain._park(None, now[0] + 600, report)  # looks (nothing due: the poll), then times out at the presence
-    with CaptureQueriesContext(connection) as queries:
-        assert drain._step(report) is False
-        drain._park(None, now[0] + 600, report)
+    listener = wakeups.Listener(drain.channels) if listening else None
+    try:
+        assert drain._step(report) is False  # its start: presence recorded, nothing to do
+        drain._park(listener, now[0] + 600, report)  # looks (nothing due: the poll), times out at the presence
+        with CaptureQueriesContext(connection) as queries:
+            assert drain._step(report) is False
+            drain._park(listener, now[0] + 600, report)
+    finally:
+        if listener is not None:
+            listener.close()
     statements = [q["sql"] for q in queries]
-    assert statements and all("pipeline_drainpresence" in sql for sql in statements), statements
+    claims = [sql for sql in statements if "UPDATE pipeline_job SET" in sql]
+    assert any("pipeline_drainpresence" in sql for sql in statements)
+    assert len(claims) == (0 if listening else 1), statements  # polling alone, each wake-up is a look
     assert DrainPresence.objects.filter(worker="node:1").exists()
