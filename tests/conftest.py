@@ -64,9 +64,14 @@ def django_db_setup(django_db_setup, django_db_blocker):
     """
     from django.db import connection
 
+    from pipeline.runtime.wake_turn import path_for_database
+
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute("ALTER TABLE dlq_auditentry DISABLE TRIGGER dlq_auditentry_no_truncate")
         cursor.execute("ALTER TABLE review_reviewdecision DISABLE TRIGGER review_reviewdecision_no_truncate")
+    turn = path_for_database()  # the drains' wake turn file of this run's test database (pipeline.runtime.wake_turn)
+    yield
+    turn.unlink(missing_ok=True)
 
 
 @pytest.fixture
