@@ -104,26 +104,25 @@ def _backends(db: str, exclude: set[int]) -> set[int]:
     return pids
 
 
-def rss_mb(pid: int) -> float | None:
+def _proc_mb(path: str, field: str) -> float | None:
+    """A ``field:`` line of a /proc file, in MB; None once the process is gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         return None
     return None
+
+
+def rss_mb(pid: int) -> float | None:
+    return _proc_mb(f"/proc/{pid}/status", "VmRSS")
 
 
 def pss_mb(pid: int) -> float | None:
     """Proportional set size: the process's private pages plus its share of the pages it shares (a
     forked worker shares most of its parent's), so a node's workers' PSS add up to what they cost."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+    return _proc_mb(f"/proc/{pid}/smaps_rollup", "Pss")
 
 
 class CpuMeter:

@@ -17,6 +17,11 @@ from django.utils.dateparse import parse_datetime
 from pipeline.states import JobStatus, sources_of
 
 
+# A doorbell's NOTIFY payload: the ringing transaction's id, so a drain can tell whether a claim's snapshot
+# saw what rang (pipeline.runtime.wake_turn). One transaction's doorbells on one channel arrive once.
+NOTIFY_PAYLOAD = "pg_current_xact_id()::text"
+
+
 def skip_locked() -> str:
     return "FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
 
@@ -318,7 +323,7 @@ INSERT INTO pipeline_job ({columns}) VALUES ({values})
 ON CONFLICT DO NOTHING
 RETURNING id
 """
-_ENQUEUE = "WITH inserted AS ({insert}) SELECT id, pg_notify(%(_channel)s, pg_current_xact_id()::text) FROM inserted"
+_ENQUEUE = f"WITH inserted AS ({{insert}}) SELECT id, pg_notify(%(_channel)s, {NOTIFY_PAYLOAD}) FROM inserted"
 
 
 def claim_fact_columns(facts: dict[str, str]) -> str:

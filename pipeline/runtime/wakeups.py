@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from pipeline import sql
 from relayops.errors import InvalidInputError
 
 JOBS = "relayops_jobs"
@@ -46,17 +47,12 @@ def connect_params() -> dict[str, Any]:
     return params
 
 
-# A NOTIFY's payload: the ringing transaction's id, so a drain can tell whether a claim's snapshot saw
-# what rang (pipeline.runtime.wake_turn). Notifications of one transaction with one payload arrive once.
-PAYLOAD_SQL = "pg_current_xact_id()::text"
-
-
 def ring(channel: str) -> None:
     """NOTIFY ``channel`` in the caller's transaction (SQLite has no NOTIFY: its drains poll)."""
     _check_channel(channel)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT pg_notify(%s, {PAYLOAD_SQL})", [channel])
+            cursor.execute(f"SELECT pg_notify(%s, {sql.NOTIFY_PAYLOAD})", [channel])
 
 
 class Listener:
