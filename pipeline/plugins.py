@@ -20,7 +20,6 @@ from django.utils.module_loading import import_string
 
 from pipeline.events import BatchOutcome, Event, Publisher, at_least_one, publish_each
 from pipeline.extraction.document import Extractor
-from pipeline.extraction.llm import LLMConfig, LLMExtractor
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.relay import ConsumerPublisher
 
@@ -28,6 +27,9 @@ REVIEW_HANDOFF = "review-handoff"
 
 
 def _llm() -> Extractor:
+    # Imported when chosen: the LLM extractor brings an HTTP client no other extractor needs.
+    from pipeline.extraction.llm import LLMConfig, LLMExtractor
+
     config = LLMConfig.from_settings()
     problems = config.problems()
     if problems:

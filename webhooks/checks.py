@@ -29,7 +29,7 @@ def webhook_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.Chec
     except ImproperlyConfigured as exc:
         errors.append(checks.Error(str(exc), id="relayops.E021"))
     try:
-        secrets.fernet()
+        secrets.check_keys()
     except ImproperlyConfigured as exc:
         errors.append(checks.Error(str(exc), id="relayops.E022"))
     return errors

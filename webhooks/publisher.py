@@ -6,14 +6,17 @@ raises ``PublishError`` with the last failure's status: the relay then backs the
 it after ``RELAYOPS_OUTBOX_MAX_FAILURES``), and the next attempt goes only to the endpoints still
 owed the event. Delivery is at-least-once per endpoint: a crash between an endpoint's 2xx and its
 delivery row repeats the POST, and the receiver dedupes by the ``RelayOps-Event-Id`` header.
+
+The HTTP client (httpx, and the delivery module that uses it) is made at the first delivery: every
+drain builds a publisher at start-up, and a node whose tenants have no endpoint never loads it.
 """
 
 from __future__ import annotations
 
 import ssl
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import httpx
 from django.conf import settings
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
@@ -21,9 +24,14 @@ from django.db.models.functions import Coalesce
 from pipeline.clock import Clock, system_clock
 from pipeline.events import BatchOutcome, Event, PublishError
 from relayops.logging import get_logger
-from webhooks import delivery, targets
+from webhooks import targets
 from webhooks.checks import check_timeout
 from webhooks.models import WebhookDelivery, WebhookEndpoint
+
+if TYPE_CHECKING:
+    import httpx
+
+    from webhooks.delivery import Outcome
 
 log = get_logger(__name__)
 
@@ -41,10 +49,19 @@ class WebhookPublisher:
         self.clock = clock
         self.timeout = check_timeout(settings.RELAYOPS["WEBHOOK_TIMEOUT_SECONDS"] if timeout is None else timeout)
         self.policy = policy
-        # No keep-alive: each POST goes to its own checked address, and a publisher (one per drain) never
-        # leaves a pooled connection behind when it is dropped.
-        self.client = httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False, verify=verify,
-                                   limits=httpx.Limits(max_keepalive_connections=0))
+        self.verify = verify
+        self._client: httpx.Client | None = None
+
+    @property
+    def client(self) -> httpx.Client:
+        """The HTTP client, made at the first delivery. No keep-alive: each POST goes to its own checked
+        address, and a publisher (one per drain) never leaves a pooled connection behind when dropped."""
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False,
+                                        verify=self.verify, limits=httpx.Limits(max_keepalive_connections=0))
+        return self._client
 
     def destinations(self, event: Event, endpoints: list[WebhookEndpoint] | None = None) -> list[WebhookEndpoint]:
         """The endpoints still owed ``event``: active, the event's tenant and topic, no 2xx yet (among
@@ -84,7 +101,9 @@ class WebhookPublisher:
         return outcome
 
     def _deliver(self, event: Event, owed: list[WebhookEndpoint]) -> None:
-        failed: delivery.Outcome | None = None
+        from webhooks import delivery  # with httpx, at the first delivery (the module's docstring)
+
+        failed: Outcome | None = None
         for endpoint in owed:
             now = self.clock.now()
             outcome = delivery.post(self.client, endpoint, event, timestamp=int(now.timestamp()), policy=self.policy)
@@ -96,7 +115,7 @@ class WebhookPublisher:
         if failed is not None:
             raise PublishError(failed.code, failed.status)
 
-    def _record(self, event: Event, endpoint: WebhookEndpoint, outcome: delivery.Outcome) -> None:
+    def _record(self, event: Event, endpoint: WebhookEndpoint, outcome: Outcome) -> None:
         now = self.clock.now()
         row, _ = WebhookDelivery.objects.get_or_create(  # the foreign key holds OutboxEvent.event_id (to_field)
             event_id=event.event_id, endpoint=endpoint, defaults={"last_attempt_at": now},  # type: ignore[misc]
@@ -108,4 +127,6 @@ class WebhookPublisher:
         )
 
     def close(self) -> None:
-        self.client.close()
+        if self._client is not None:
+            self._client.close()
+            self._client = None

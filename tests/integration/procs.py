@@ -219,8 +219,28 @@ def forked_heartbeat(args: dict[str, Any]) -> None:
         say(side="parent", job_id=again.job_id, child_status=status, extended=extended(again))
 
 
+def footprint(args: dict[str, Any]) -> None:
+    """What a cluster node's process does before and while it works (the start-up checks, the configured
+    extractor and publishers, one job processed and relayed), then which of ``args["libraries"]`` it
+    has imported: libraries only the web process or an unused feature needs stay out of its memory."""
+    import io
+
+    from django.core.management import call_command
+
+    from pipeline import plugins
+    from pipeline import relay as relay_module
+    from pipeline.worker import process_once
+
+    call_command("check", stdout=io.StringIO())
+    extractor, publisher = plugins.configured_extractor(), plugins.configured_publisher()
+    outcome = process_once(args["worker"], extractor=extractor).outcome
+    published = relay_module.publish_pending(publisher=publisher).published
+    say(outcome=outcome, published=published,
+        imported=sorted(name for name in args["libraries"] if name in sys.modules))
+
+
 SCENARIOS = {"work": work, "gated_work": gated_work, "race": race, "zombie": zombie, "relay": relay, "stuck": stuck,
-             "forked_heartbeat": forked_heartbeat}
+             "forked_heartbeat": forked_heartbeat, "footprint": footprint}
 
 
 def main() -> None:

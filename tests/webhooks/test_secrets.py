@@ -3,9 +3,12 @@ rotatable, and never shown after creation."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from cryptography.fernet import Fernet
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test import override_settings
 
@@ -117,3 +120,30 @@ def test_wrong_webhook_and_outbox_settings_stop_start_up_with_a_clear_error(opti
     with relayops(**options):
         found = [m for m in run_checks() if m.id == check_id]
     assert len(found) == 1 and "RELAYOPS_" in found[0].msg
+
+
+@pytest.mark.parametrize("key", [
+    Fernet.generate_key().decode(),
+    "not-a-fernet-key",
+    base64.urlsafe_b64encode(b"k" * 31).decode(),  # 31 bytes
+    base64.urlsafe_b64encode(b"k" * 33).decode(),  # 33 bytes
+    Fernet.generate_key().decode().rstrip("="),  # padding dropped
+    "é" * 44,  # not ASCII
+])
+def test_the_start_up_check_accepts_exactly_the_keys_fernet_accepts(key):
+    """The check reads the keys without cryptography (a cluster process never loads it unless it
+    delivers a webhook): it must agree with Fernet on every key."""
+    try:
+        Fernet(key.encode())
+    except ValueError:
+        fernet_takes_it = False
+    else:
+        fernet_takes_it = True
+    with relayops(WEBHOOK_SECRET_KEYS=[key]):
+        try:
+            secrets.check_keys()
+        except ImproperlyConfigured:
+            check_takes_it = False
+        else:
+            check_takes_it = True
+    assert check_takes_it == fernet_takes_it
