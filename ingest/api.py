@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from ninja import NinjaAPI, Redoc, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
@@ -103,9 +104,18 @@ class ApiKeyAuth(HttpBearer):
                                 headers={"WWW-Authenticate": 'Bearer realm="relayops"'})
 
 
+class LocalRedoc(Redoc):
+    """ninja's ReDoc page with its JavaScript from our static files. ninja renders that page only when it
+    is an installed app, and here it is not (relayops.settings says why); otherwise it links a CDN."""
+
+    def render_page(self, request: HttpRequest, api: NinjaAPI, **kwargs: Any) -> HttpResponse:
+        return render(request, self.template, {"redoc_settings": json.dumps(self.settings, indent=1),
+                                               "openapi_json_url": self.get_openapi_url(api, kwargs), "api": api})
+
+
 api = NinjaAPI(
     title="RelayOps ingest API", version="1", description="Put documents into RelayOps and follow their jobs.",
-    urls_namespace="ingest-api", auth=ApiKeyAuth(), parser=StrictJsonParser(), docs=Redoc(), docs_url="/docs",
+    urls_namespace="ingest-api", auth=ApiKeyAuth(), parser=StrictJsonParser(), docs=LocalRedoc(), docs_url="/docs",
     openapi_url="/openapi.json",
 )
 

@@ -1,4 +1,7 @@
-"""System checks run at startup (every manage.py command, qcluster included): refuse unsafe settings."""
+"""System checks run at startup (every manage.py command, qcluster included): refuse unsafe settings.
+
+RelayOps' own checks carry the tag ``relayops`` (``manage.py check --tag relayops`` runs them alone).
+``qcluster`` runs every check but the URLconf's (pipeline/management/commands/qcluster.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +17,10 @@ from pipeline.errors import InvalidInputError
 from pipeline.maintenance.pruner import check_retention
 from pipeline.plugins import configured_extractor, configured_publisher
 
+TAG = "relayops"
 
-@checks.register()
+
+@checks.register(TAG)
 def retention_windows(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """The consumer's dedupe memory must outlive the outbox's retention (pipeline.maintenance.pruner)."""
     options = settings.RELAYOPS
@@ -26,7 +31,7 @@ def retention_windows(app_configs: Any = None, **kwargs: Any) -> list[checks.Che
     return []
 
 
-@checks.register()
+@checks.register(TAG)
 def crash_points(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     spec = settings.RELAYOPS["CRASH_POINTS"]
     if not spec:
@@ -38,7 +43,7 @@ def crash_points(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMes
     return [checks.Warning(f"Crash injection is ON ({spec}): workers SIGKILL themselves.", id="relayops.W001")]
 
 
-@checks.register()
+@checks.register(TAG)
 def cluster_timing(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """django-q2 must never time out or redeliver a drain that is still within its budget."""
     options, q = settings.RELAYOPS, settings.Q_CLUSTER
@@ -57,7 +62,7 @@ def cluster_timing(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     return errors
 
 
-@checks.register()
+@checks.register(TAG)
 def plugins(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """The extractor and the publishers the settings name must load (pipeline.plugins)."""
     errors: list[checks.CheckMessage] = []
@@ -69,7 +74,7 @@ def plugins(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]
     return errors
 
 
-@checks.register()
+@checks.register(TAG)
 def outbox_failure_policy(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """The backoff and parking of failed publications (pipeline.relay.FailurePolicy) must be sane."""
     from pipeline.relay import FailurePolicy
@@ -81,7 +86,7 @@ def outbox_failure_policy(app_configs: Any = None, **kwargs: Any) -> list[checks
     return []
 
 
-@checks.register()
+@checks.register(TAG)
 def outbox_batching(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """The relay's batch size and window (pipeline.runtime.drain) must be sane."""
     from pipeline.runtime.drain import Drain
@@ -95,7 +100,7 @@ def outbox_batching(app_configs: Any = None, **kwargs: Any) -> list[checks.Check
     return []
 
 
-@checks.register()
+@checks.register(TAG)
 def listen_database(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """The drains' LISTEN connection (pipeline.runtime.wakeups) must reach the default database.
 

@@ -10,6 +10,7 @@ without a strong ``SECRET_KEY`` (relayops.security). Deployment behind TLS: docs
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import os
 import socket
 from decimal import Decimal, InvalidOperation
@@ -95,12 +96,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "tenancy",
+    "pipeline",  # before django_q: its qcluster command (the start-up checks without the URLconf's) wins
     "django_q",
-    "ninja",  # serves the API docs' JavaScript from our static files, not a CDN
     "axes",
     "csp",
-    "tenancy",
-    "pipeline",
     "dlq",
     "review",
     "controls",
@@ -125,10 +125,15 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "relayops.urls"
+# django-ninja's API docs page (ingest.api) and its JavaScript come from our templates and static files,
+# never a CDN. ninja is not an installed app: every process imports every app, the cluster's workers
+# included, and they never serve the API.
+NINJA_PACKAGE = Path(importlib.util.find_spec("ninja").origin).parent  # type: ignore[union-attr,arg-type]
+
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "templates", NINJA_PACKAGE / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -197,6 +202,7 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
+STATICFILES_DIRS = [NINJA_PACKAGE / "static"]  # ninja/redoc.standalone.js for the API docs page
 STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static")))  # collectstatic fills it
 # WhiteNoise serves STATIC_ROOT (compressed copies made by collectstatic); no separate static server.
 STORAGES = {

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
+from pipeline.checks import TAG
 from webhooks import secrets
 
 MAX_TIMEOUT_SECONDS = 60.0
@@ -21,7 +22,7 @@ def check_timeout(value: object) -> float:
     return float(value)
 
 
-@checks.register()
+@checks.register(TAG)
 def webhook_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     errors: list[checks.CheckMessage] = []
     try:

@@ -162,6 +162,18 @@ def test_the_openapi_schema_is_served_without_a_key(db):
     assert schema["components"]["securitySchemes"]
 
 
+def test_the_api_docs_page_loads_its_javascript_from_our_static_files_not_a_cdn(db):
+    from django.contrib.staticfiles import finders
+
+    response = ApiClient(None).get("/docs")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert '<script src="/static/ninja/redoc.standalone.js">' in page
+    assert "cdn" not in page.lower() and "https://" not in page
+    assert f"{API}/openapi.json" in page
+    assert finders.find("ninja/redoc.standalone.js")
+
+
 def test_the_status_shows_the_review_decision_and_a_corrections_final_values(acme):
     from review.decisions import decide
     from tenancy.roles import ensure_roles

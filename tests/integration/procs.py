@@ -220,18 +220,18 @@ def forked_heartbeat(args: dict[str, Any]) -> None:
 
 
 def footprint(args: dict[str, Any]) -> None:
-    """What a cluster node's process does before and while it works (the start-up checks, the configured
-    extractor and publishers, one job processed and relayed), then which of ``args["libraries"]`` it
-    has imported: libraries only the web process or an unused feature needs stay out of its memory."""
-    import io
-
-    from django.core.management import call_command
+    """What a cluster node's process does before and while it works (qcluster's start-up checks, the
+    configured extractor and publishers, one job processed and relayed), then which of
+    ``args["libraries"]`` it has imported: what only the web process or an unused feature needs stays
+    out of its memory."""
+    from django.core.management import get_commands, load_command_class
 
     from pipeline import plugins
     from pipeline import relay as relay_module
     from pipeline.worker import process_once
 
-    call_command("check", stdout=io.StringIO())
+    qcluster = load_command_class(get_commands()["qcluster"], "qcluster")
+    qcluster.startup_checks()
     extractor, publisher = plugins.configured_extractor(), plugins.configured_publisher()
     outcome = process_once(args["worker"], extractor=extractor).outcome
     published = relay_module.publish_pending(publisher=publisher).published

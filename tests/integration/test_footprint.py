@@ -1,6 +1,7 @@
-"""A cluster process carries what it uses: the webhook publisher's HTTP client and cryptography load at
-its first delivery, the LLM extractor's client only when that extractor is chosen. Each is megabytes of
-every worker's memory (docs/performance.md, "A worker's memory")."""
+"""A cluster process carries what it uses. The API framework is the web process's (qcluster's start-up
+checks leave out the URLconf's, and ninja is no installed app); the webhook publisher's HTTP client and
+cryptography load at its first delivery; the LLM extractor's client only when that extractor is chosen.
+Each is megabytes of every forked worker's memory (docs/performance.md, "A worker's memory")."""
 
 from __future__ import annotations
 
@@ -12,11 +13,17 @@ from tests.integration.test_processes import Child
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ONLY_WHEN_USED = ["httpx", "cryptography"]
+ONLY_WHEN_USED = ["ninja", "httpx", "cryptography"]
 
 
-def test_a_node_that_delivers_no_webhook_imports_neither_httpx_nor_cryptography():
+def test_a_node_that_delivers_no_webhook_imports_neither_the_api_framework_nor_httpx_nor_cryptography():
     queue.enqueue("acme", "doc-1", 1, invoice(1))
     (report,) = Child("footprint", worker="footprint", libraries=ONLY_WHEN_USED).finish()
     assert (report["outcome"], report["published"]) == ("committed", 1)  # it did the whole path
     assert report["imported"] == []
+
+
+def test_manage_py_qcluster_is_the_command_that_leaves_out_the_urlconf_checks():
+    from django.core.management import get_commands
+
+    assert get_commands()["qcluster"] == "pipeline"

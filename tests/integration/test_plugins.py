@@ -87,9 +87,10 @@ def test_a_wrong_publisher_is_a_clear_startup_error(specs, says):
     assert says in message and "RELAYOPS_PUBLISHERS" in message
 
 
-def test_manage_py_refuses_to_start_with_a_wrong_extractor():
+@pytest.mark.parametrize("command", ["check", "qcluster"])  # qcluster runs its own selection of checks
+def test_manage_py_refuses_to_start_with_a_wrong_extractor(command):
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "relayops.settings_test", "RELAYOPS_EXTRACTOR": "regexp"}
-    run = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "manage.py", command], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=60)
     assert run.returncode != 0
     assert "relayops.E006" in run.stderr and "RELAYOPS_EXTRACTOR='regexp'" in run.stderr
