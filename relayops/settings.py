@@ -319,7 +319,11 @@ Q_CLUSTER = {
 }
 
 # --- Logging: structured (structlog) -------------------------------------------------------------
-LOG_FORMAT = env.str("RELAYOPS_LOG_FORMAT", default="console")
+# auto: console lines when stderr is a terminal (a person watching), JSON otherwise (a supervisor or a
+# log shipper collecting; it also costs half the CPU per line: docs/performance.md).
+LOG_FORMAT = env.str("RELAYOPS_LOG_FORMAT", default="auto")
+if LOG_FORMAT not in ("auto", "console", "json"):
+    raise ImproperlyConfigured(f"RELAYOPS_LOG_FORMAT must be auto, console or json, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

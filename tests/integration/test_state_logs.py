@@ -95,3 +95,55 @@ def test_debug_prints_a_django_line_once():
     assert done.returncode == 0, done.stderr
     output = done.stdout + done.stderr
     assert output.count("probe-line-7") == 1, output
+
+
+PROBE = "import logging; logging.getLogger('pipeline.queue').warning('probe.line', extra={})"
+
+
+def _probe(stderr: int | None = None, **env: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "LOG_LEVEL": "INFO", **env}
+    environment.pop("DJANGO_SETTINGS_MODULE", None)
+    return subprocess.run([sys.executable, "manage.py", "shell", "-c", PROBE], cwd=ROOT, env=environment,
+                          stdout=subprocess.PIPE, stderr=stderr if stderr is not None else subprocess.PIPE,
+                          text=True, timeout=120)
+
+
+def test_lines_are_json_when_stderr_is_not_a_terminal_and_console_lines_when_it_is():
+    import json
+    import pty
+
+    piped = _probe()
+    assert piped.returncode == 0, piped.stderr
+    (line,) = [json.loads(text) for text in piped.stderr.splitlines() if "probe.line" in text]
+    assert (line["event"], line["level"], line["logger"]) == ("probe.line", "warning", "pipeline.queue")
+
+    terminal, tty = pty.openpty()
+    try:
+        assert _probe(stderr=tty).returncode == 0
+        os.close(tty)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(terminal, 4096)
+            except OSError:  # the terminal's other side is closed: all was read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(terminal)
+    (console,) = [text for text in seen.decode().splitlines() if "probe.line" in text]
+    assert "[warning  ] probe.line" in console and not console.lstrip().startswith("{")
+
+    forced = _probe(RELAYOPS_LOG_FORMAT="console")
+    assert any("[warning  ] probe.line" in text for text in forced.stderr.splitlines())
+
+
+def test_an_unknown_log_format_stops_start_up_with_a_clear_error():
+    environment = {**os.environ, "RELAYOPS_LOG_FORMAT": "jsno"}
+    environment.pop("DJANGO_SETTINGS_MODULE", None)
+    wrong = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=environment, capture_output=True,
+                           text=True, timeout=120)
+    assert wrong.returncode != 0
+    assert "RELAYOPS_LOG_FORMAT must be auto, console or json, got 'jsno'" in wrong.stderr
+    assert "Traceback" not in wrong.stderr
