@@ -1,7 +1,7 @@
 """RelayOps beside PostgreSQL's own limit, in one run on one server: pgbench, drains, latency, CPU, statements.
 
 Usage: ./run bench compare [--smoke] [--json PATH] [--clients 1,2,4,8] [--workers 1,2,4] [--jobs 3000]
-       [--seconds 10] [--rate 150] [--latency-jobs 600] [--db relayops_bench_compare]
+       [--seconds 10] [--rate 150] [--latency-jobs 600] [--log-format auto|console|json] [--db relayops_bench_compare]
 
 1. The limit: RelayOps' own two transactions per job, captured as RelayOps issues them (``lease_next``'s
    claim; ``commit_result_with_event``'s completion, result, event and NOTIFY), written as a pgbench
@@ -24,7 +24,8 @@ connected to the benchmark database (found by their process titles), sampled eve
 that exits between samples loses its last 0.1 s. Statements per job: counted client-side in every
 Django connection of the cluster (bench/statement_counter.py; the drains' LISTEN connections are not
 Django's and not counted); commits per job: ``pg_stat_database.xact_commit``. pg_stat_statements is not
-used (the JSON records whether the server preloads it). RSS per qcluster process.
+used (the JSON records whether the server preloads it). RSS per qcluster process. The clusters log at
+``--log-level`` (INFO) in ``--log-format`` (auto: their log is a file, so JSON, as a supervised node's).
 Prints a table with each figure's ratio to the pgbench limit of the same run and writes JSON (default
 bench/results/compare-<UTC time>.json, git-ignored). ``--smoke`` is a ~30-second run with tiny sizes
 (CI runs it: tests/acceptance/test_bench_compare.py). ``--nodes 2`` drains with two clusters side by side.
@@ -631,6 +632,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--latency-jobs", type=int, default=600, help="0: no latency runs")
     parser.add_argument("--single-jobs", type=int, default=100, help="jobs run one at a time (0: skip)")
     parser.add_argument("--log-level", default="INFO", help="the cluster's LOG_LEVEL (production's default)")
+    parser.add_argument("--log-format", default="auto", choices=["auto", "console", "json"],
+                        help="the cluster's RELAYOPS_LOG_FORMAT (default auto, production's: its log is a file, "
+                             "so JSON lines)")
     parser.add_argument("--db", default="relayops_bench_compare")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -638,9 +642,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.latency_jobs, args.rate, args.headroom, args.single_jobs = 20, 50, 0, 5
 
     began = time.monotonic()
+    os.environ["RELAYOPS_LOG_FORMAT"] = args.log_format  # the clusters inherit it
     fresh_database(args.db, DJANGO_Q_LOG_LEVEL="WARNING")
     result: dict[str, Any] = {"started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                               "smoke": args.smoke, "machine": machine(),
+                              "log": {"level": args.log_level, "format": args.log_format},
                               "statement_source": "client-side count of Django's statements; commits from "
                               "pg_stat_database", "pg_stat_statements_preloaded": _pg_stat_statements()}
     load = [os.getloadavg()[0]]
@@ -679,7 +685,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result["table"] = [{"figure": a, "value": b, "ratio": c} for a, b, c in rows]
     m = result["machine"]
     print(f"\nOne run, one server: {m['cores']} cores, {m['memory_gb']} GB, PostgreSQL {m['postgresql']}, "
-          f"load average {min(load):.1f}-{max(load):.1f} during the run ({result['seconds']:.0f} s)")
+          f"load average {min(load):.1f}-{max(load):.1f} during the run ({result['seconds']:.0f} s); the clusters "
+          f"log at {args.log_level}, format {args.log_format}")
     print_table(rows)
     path = args.json or RESULTS / f"compare-{result['started_at'].replace(':', '')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
