@@ -21,6 +21,13 @@ pytestmark = pytest.mark.browser
 SECRET_TEXT = "(the document text a reviewer reads)"
 
 
+def keys_ready(page) -> None:
+    """Wait until the page shown has run its deferred script, whose handler reads the keys. A page reached
+    by a click or a key is asserted on as soon as its URL and server-rendered text are there, which can be
+    before that script ran: a key pressed then would go unheard."""
+    page.wait_for_load_state("load")
+
+
 def queue_of_three():
     """Three pending acme reviews, an hour apart: the oldest is invoice-a."""
     start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=3)
@@ -46,6 +53,7 @@ def test_an_operator_corrects_the_oldest_review_and_lands_on_the_next(page):
     expect(page.locator("#attempt")).to_contain_text("fake-model-1")
     expect(page.locator("#validation")).to_contain_text("No warning")
 
+    keys_ready(page)
     page.keyboard.press("c")  # the keyboard: c edits the first field
     expect(page.locator("#f-invoice_number")).to_be_focused()
     page.fill("#f-vendor", "Globex Supplies Limited")
@@ -62,6 +70,7 @@ def test_an_operator_corrects_the_oldest_review_and_lands_on_the_next(page):
     assert event.payload["fields"]["vendor"] == "Globex Supplies Limited"
     assert AuditEntry.objects.get().action == "correct"
 
+    keys_ready(page)
     page.keyboard.press("a")  # a approves the page shown, as extracted
     expect(page.locator(".messagelist .success")).to_have_text("Approved acme:invoice-b:v1.")
     expect(page.locator("h1")).to_have_text("Review of acme:invoice-c:v1")
@@ -71,6 +80,7 @@ def test_an_operator_corrects_the_oldest_review_and_lands_on_the_next(page):
     expect(page.locator("#form-error")).to_contain_text("a reason is required to reject")
     assert ReviewDecision.objects.count() == 2
 
+    keys_ready(page)
     page.keyboard.press("n")  # next: invoice-c is the only one left, so back to the list, told so
     expect(page.locator(".messagelist")).to_contain_text("No other review is pending in your tenants.")
     expect(page).to_have_url("/admin/pipeline/review/?status__exact=pending")
