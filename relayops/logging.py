@@ -16,7 +16,7 @@ import structlog
 # No renderer prints the caller's file and line, thread or process: spare logging finding them for every
 # record (the logging HOWTO's "Optimization" section names these switches). About 8 µs a line, and a job
 # logs three (leased, committed, handed off).
-logging._srcfile = None  # type: ignore[attr-defined]
+logging._srcfile = None
 logging.logThreads = False
 logging.logProcesses = False
 logging.logMultiprocessing = False
