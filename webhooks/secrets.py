@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import secrets as random
-
 from typing import TYPE_CHECKING
 
 from django.conf import settings

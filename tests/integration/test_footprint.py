@@ -1,7 +1,8 @@
 """A cluster process carries what it uses. The API framework is the web process's (qcluster's start-up
 checks leave out the URLconf's, and ninja is no installed app); the webhook publisher's HTTP client and
 cryptography load at its first delivery; the LLM extractor's client only when that extractor is chosen.
-Each is megabytes of every forked worker's memory (docs/performance.md, "A worker's memory")."""
+Each is megabytes of every forked worker's memory (docs/performance.md, "After: a worker's memory and
+its log lines")."""
 
 from __future__ import annotations
 

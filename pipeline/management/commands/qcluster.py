@@ -1,7 +1,8 @@
 """``qcluster``: django-q2's command, whose start-up checks are every check but the URLconf's.
 
 A cluster serves no URL. Checking the URLconf imports it, and with it every view and the API framework:
-megabytes that each forked worker would carry for nothing (docs/performance.md, "A worker's memory").
+megabytes that each forked worker would carry for nothing (docs/performance.md, "After: a worker's
+memory and its log lines").
 Every other tagged check runs and an error stops the cluster, as before; the two untagged checks of
 Django's auth and django-axes are about the web's middleware and run with the web process's commands.
 This app comes before ``django_q`` in INSTALLED_APPS, so this command is the one ``manage.py`` runs.
