@@ -28,12 +28,23 @@ pre_chain: list[Any] = [
 ]
 
 
+class _JSONLines:
+    """A JSON object per line; an exception's traceback (Django's 500s, django-q2's errors) goes in
+    ``exception`` as text, as a console line prints it."""
+
+    def __init__(self) -> None:
+        self.render = structlog.processors.JSONRenderer()
+
+    def __call__(self, logger: Any, name: str, event_dict: Any) -> str:
+        return self.render(logger, name, structlog.processors.format_exc_info(logger, name, event_dict))
+
+
 def _renderer():
     from django.conf import settings
 
     chosen = getattr(settings, "LOG_FORMAT", "auto")
     if chosen == "json" or (chosen == "auto" and not sys.stderr.isatty()):
-        return structlog.processors.JSONRenderer()
+        return _JSONLines()
     return structlog.dev.ConsoleRenderer(colors=False)
 
 

@@ -139,6 +139,25 @@ def test_lines_are_json_when_stderr_is_not_a_terminal_and_console_lines_when_it_
     assert any("[warning  ] probe.line" in text for text in forced.stderr.splitlines())
 
 
+def test_a_json_line_carries_the_traceback_of_the_exception_it_logs():
+    import json
+
+    environment = {**os.environ, "LOG_LEVEL": "INFO"}
+    environment.pop("DJANGO_SETTINGS_MODULE", None)
+    probe = ("import logging\nfrom relayops.logging import get_logger\n"
+             "try:\n    1 / 0\nexcept ZeroDivisionError:\n"
+             "    logging.getLogger('django.request').exception('stdlib.failed')\n"
+             "    get_logger('pipeline.queue').exception('structlog.failed')\n")
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", probe], cwd=ROOT, env=environment,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = {line["event"]: line for line in map(json.loads, done.stderr.splitlines()) if "failed" in line["event"]}
+    assert set(lines) == {"stdlib.failed", "structlog.failed"}, done.stderr
+    for line in lines.values():
+        assert line["exception"].startswith("Traceback (most recent call last):")
+        assert "ZeroDivisionError: division by zero" in line["exception"] and "exc_info" not in line
+
+
 def test_an_unknown_log_format_stops_start_up_with_a_clear_error():
     environment = {**os.environ, "RELAYOPS_LOG_FORMAT": "jsno"}
     environment.pop("DJANGO_SETTINGS_MODULE", None)
