@@ -646,7 +646,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     fresh_database(args.db, DJANGO_Q_LOG_LEVEL="WARNING")
     result: dict[str, Any] = {"started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                               "smoke": args.smoke, "machine": machine(),
-                              "log": {"level": args.log_level, "format": args.log_format},
+                              "log": {"level": args.log_level, "format": args.log_format,  # auto: a file, so JSON
+                                      "rendered_as": "console" if args.log_format == "console" else "json"},
                               "statement_source": "client-side count of Django's statements; commits from "
                               "pg_stat_database", "pg_stat_statements_preloaded": _pg_stat_statements()}
     load = [os.getloadavg()[0]]

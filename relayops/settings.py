@@ -88,7 +88,9 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-# Our apps in their layers: each may import those listed before it, never one after it.
+# Our apps in their layers: each may import those listed before it, never one after it (the
+# third-party apps between them are not layers: pipeline comes before django_q only so that its
+# qcluster command is the one manage.py runs).
 INSTALLED_APPS = [
     "console.apps.ConsoleAdminConfig",  # django.contrib.admin, serving console.site.RelayOpsAdminSite
     "django.contrib.auth",

@@ -28,3 +28,20 @@ def test_manage_py_qcluster_is_the_command_that_leaves_out_the_urlconf_checks():
     from django.core.management import get_commands
 
     assert get_commands()["qcluster"] == "pipeline"
+
+
+def test_every_check_of_relayops_has_a_tag_that_qcluster_runs():
+    """qcluster runs tagged checks only (all tags but the URLconf's): an untagged check of ours would
+    silently never run at a node's start-up."""
+    import sys
+    from pathlib import Path
+
+    from django.core.checks.registry import registry
+
+    root = Path(__file__).resolve().parents[2]
+    ours = [check for check in registry.get_checks(include_deployment_checks=True)
+            if root in Path(sys.modules[check.__module__].__file__).resolve().parents
+            and ".venv" not in Path(sys.modules[check.__module__].__file__).parts]
+    assert len(ours) >= 8  # pipeline's, webhooks', console's
+    untagged = [f"{check.__module__}.{check.__name__}" for check in ours if not set(check.tags) - {"urls"}]
+    assert untagged == []

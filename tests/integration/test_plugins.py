@@ -4,6 +4,7 @@ error, and used by the drains django-q2 runs."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -90,10 +91,17 @@ def test_a_wrong_publisher_is_a_clear_startup_error(specs, says):
 @pytest.mark.parametrize("command", ["check", "qcluster"])  # qcluster runs its own selection of checks
 def test_manage_py_refuses_to_start_with_a_wrong_extractor(command):
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "relayops.settings_test", "RELAYOPS_EXTRACTOR": "regexp"}
-    run = subprocess.run([sys.executable, "manage.py", command], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=60)
+    # Its own process group: a qcluster that started after all (its checks skipped) is stopped whole.
+    run = subprocess.Popen([sys.executable, "manage.py", command], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, stderr = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+        raise AssertionError(f"manage.py {command} started instead of refusing") from None
     assert run.returncode != 0
-    assert "relayops.E006" in run.stderr and "RELAYOPS_EXTRACTOR='regexp'" in run.stderr
+    assert "relayops.E006" in stderr and "RELAYOPS_EXTRACTOR='regexp'" in stderr
 
 
 @pytest.mark.django_db(transaction=True)

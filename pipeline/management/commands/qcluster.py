@@ -3,8 +3,10 @@
 A cluster serves no URL. Checking the URLconf imports it, and with it every view and the API framework:
 megabytes that each forked worker would carry for nothing (docs/performance.md, "After: a worker's
 memory and its log lines").
-Every other tagged check runs and an error stops the cluster, as before; the two untagged checks of
-Django's auth and django-axes are about the web's middleware and run with the web process's commands.
+Every other tagged check runs and an error stops the cluster, as before. Untagged checks do not run
+here: RelayOps' own all carry a tag (a test holds it); Django's auth (its middleware order) and
+django-axes' (its settings) have none and concern the web process, whose ``migrate`` and ``check`` run
+them.
 This app comes before ``django_q`` in INSTALLED_APPS, so this command is the one ``manage.py`` runs.
 """
 
@@ -25,10 +27,11 @@ class Command(qcluster.Command):
         parser.add_argument("--skip-checks", action="store_true", help="Skip the start-up system checks.")
 
     def startup_checks(self) -> None:
-        """Every tagged check but the URLconf's; SystemCheckError on an error, as Django's own."""
+        """Every tagged check but the URLconf's (``urls``: the URLconf and the URL settings);
+        SystemCheckError on an error, as Django's own."""
         self.check(tags=sorted(checks.registry.registry.tags_available() - {checks.Tags.urls}))
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if not options.get("skip_checks"):  # absent when called with call_command and no options
+        if not options.get("skip_checks"):  # call_command skips them unless given skip_checks=False
             self.startup_checks()
         super().handle(*args, **options)
