@@ -35,7 +35,7 @@ class _JSONLines:
     def __init__(self) -> None:
         self.render = structlog.processors.JSONRenderer()
 
-    def __call__(self, logger: Any, name: str, event_dict: Any) -> str:
+    def __call__(self, logger: Any, name: str, event_dict: Any) -> str | bytes:
         return self.render(logger, name, structlog.processors.format_exc_info(logger, name, event_dict))
 
 
