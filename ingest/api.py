@@ -15,7 +15,7 @@ from typing import Any
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from ninja import NinjaAPI, Redoc, Status
+from ninja import NinjaAPI, Status, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
@@ -104,18 +104,24 @@ class ApiKeyAuth(HttpBearer):
                                 headers={"WWW-Authenticate": 'Bearer realm="relayops"'})
 
 
-class LocalRedoc(Redoc):
-    """ninja's ReDoc page with its JavaScript from our static files. ninja renders that page only when it
-    is an installed app, and here it is not (relayops.settings says why); otherwise it links a CDN."""
+class LocalSwagger(Swagger):
+    """The API docs page: ninja's Swagger UI, its JavaScript and styles from our static files and started
+    by a script file (no inline script: the Content-Security-Policy holds on this page too). ninja serves
+    it so only when it is an installed app, and here it is not (relayops.settings says why); otherwise it
+    links a CDN. No online validator badge: nothing leaves this site."""
+
+    def __init__(self) -> None:
+        super().__init__(settings={"validatorUrl": None})
 
     def render_page(self, request: HttpRequest, api: NinjaAPI, **kwargs: Any) -> HttpResponse:
-        return render(request, self.template, {"redoc_settings": json.dumps(self.settings, indent=1),
-                                               "openapi_json_url": self.get_openapi_url(api, kwargs), "api": api})
+        self.settings["url"] = self.get_openapi_url(api, kwargs)
+        return render(request, self.template, {"swagger_settings": json.dumps(self.settings), "api": api,
+                                               "add_csrf": False})  # a bearer key, never a cookie
 
 
 api = NinjaAPI(
     title="RelayOps ingest API", version="1", description="Put documents into RelayOps and follow their jobs.",
-    urls_namespace="ingest-api", auth=ApiKeyAuth(), parser=StrictJsonParser(), docs=LocalRedoc(), docs_url="/docs",
+    urls_namespace="ingest-api", auth=ApiKeyAuth(), parser=StrictJsonParser(), docs=LocalSwagger(), docs_url="/docs",
     openapi_url="/openapi.json",
 )
 

@@ -168,10 +168,11 @@ def test_the_api_docs_page_loads_its_javascript_from_our_static_files_not_a_cdn(
     response = ApiClient(None).get("/docs")
     assert response.status_code == 200
     page = response.content.decode()
-    assert '<script src="/static/ninja/redoc.standalone.js">' in page
+    assert '<script src="/static/ninja/swagger-ui-bundle.js">' in page
+    assert '<script src="/static/ninja/swagger-ui-init.js">' in page
     assert "cdn" not in page.lower() and "https://" not in page
-    assert f"{API}/openapi.json" in page
-    assert finders.find("ninja/redoc.standalone.js")
+    assert f'"url": "{API}/openapi.json"' in page and '"validatorUrl": null' in page
+    assert all(finders.find(f"ninja/{name}") for name in ("swagger-ui-bundle.js", "swagger-ui-init.js", "swagger-ui.css"))
 
 
 def test_the_status_shows_the_review_decision_and_a_corrections_final_values(acme):
