@@ -114,8 +114,8 @@ class LocalSwagger(Swagger):
         super().__init__(settings={"validatorUrl": None})
 
     def render_page(self, request: HttpRequest, api: NinjaAPI, **kwargs: Any) -> HttpResponse:
-        self.settings["url"] = self.get_openapi_url(api, kwargs)
-        return render(request, self.template, {"swagger_settings": json.dumps(self.settings), "api": api,
+        settings = {**self.settings, "url": self.get_openapi_url(api, kwargs)}  # the shared instance unchanged
+        return render(request, self.template, {"swagger_settings": json.dumps(settings), "api": api,
                                                "add_csrf": False})  # a bearer key, never a cookie
 
 
