@@ -12,16 +12,23 @@ class ConsoleConfig(AppConfig):
     default = True
 
     def ready(self) -> None:
-        from django.contrib import admin
-
-        from console import checks, django_q_admin, signin  # noqa: F401  (checks register themselves)
-
-        django_q_admin.adjust(admin.site)
-        signin.adjust(admin.site)
+        from console import checks  # noqa: F401  (checks register themselves)
 
 
-class ConsoleAdminConfig(admin_apps.AdminConfig):
-    """Django's admin app, serving RelayOps' admin site (``console.site.RelayOpsAdminSite``)."""
+class ConsoleAdminConfig(admin_apps.SimpleAdminConfig):
+    """Django's admin app, serving RelayOps' admin site (``console.site.RelayOpsAdminSite``).
+
+    Django's SimpleAdminConfig: start-up does not import every app's ``admin`` module. The site imports
+    them at the first look at its registry (a request's URLconf, the admin checks, any code reading it),
+    so a cluster node, which never looks, and each worker it forks do not carry the admin's modules.
+    The site itself exists from start-up: Django's admin checks check the sites that exist.
+    """
 
     default = False
     default_site = "console.site.RelayOpsAdminSite"
+
+    def ready(self) -> None:
+        super().ready()
+        from django.contrib import admin
+
+        admin.site.name  # noqa: B018  (instantiates the lazy default site; its registry stays unread)

@@ -7,12 +7,12 @@ from typing import Any
 from django.contrib import admin
 from django.core import checks
 
-from tenancy.admin_base import DeclaredLookupsOnly
-
 
 @checks.register(checks.Tags.admin)
 def lists_accept_declared_lookups_only(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """An admin registered without ``DeclaredLookupsOnly`` would apply any querystring lookup to its list."""
+    from tenancy.admin_base import DeclaredLookupsOnly
+
     return [
         checks.Error(
             f"The admin of {model._meta.label} ({type(model_admin).__qualname__}) applies any querystring lookup.",

@@ -1,4 +1,4 @@
-"""django-q2's admin pages, adjusted to RelayOps' rules (called once, from ConsoleConfig.ready()).
+"""django-q2's admin pages, adjusted to RelayOps' rules (once, when the admin site first reads its registry).
 
 django-q2 offers "resubmit" on its task pages with no declared permission: it now requires the change
 permission, which only superusers hold (no role grants a django_q permission). Its lists accept only
