@@ -60,7 +60,7 @@ class Job(models.Model):
     tenant = models.CharField(max_length=33)
     document_id = models.CharField(max_length=255)
     operation_version = models.PositiveIntegerField()
-    idempotency_key = models.CharField(max_length=300, unique=True)
+    idempotency_key = models.CharField(max_length=300)  # unique: Meta (an exact match's index, no LIKE one)
     payload = models.JSONField()
     payload_hash = models.CharField(max_length=64)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
@@ -82,8 +82,8 @@ class Job(models.Model):
     fence = models.BigIntegerField(default=0)  # grows on every lease; the lease's fencing token
     last_error_code = models.CharField(max_length=32, choices=ErrorCode.choices, blank=True, default="")
     finished_at = models.DateTimeField(null=True, blank=True)
-    reprocessed_from = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="reprocessed_as"
+    reprocessed_from = models.ForeignKey(  # indexed where set (Meta): most jobs are no reprocess
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="reprocessed_as", db_index=False
     )
 
     objects = JobQuerySet.as_manager()
@@ -112,6 +112,9 @@ class Job(models.Model):
             models.UniqueConstraint(
                 fields=["tenant", "document_id", "operation_version"], name="job_tenant_document_version"
             ),
+            # The name PostgreSQL gave the column's UNIQUE: a unique field also got a varchar_pattern_ops
+            # index, which no query used and every write of the row paid for.
+            models.UniqueConstraint(fields=["idempotency_key"], name="pipeline_job_idempotency_key_key"),
         ]
         indexes = [
             # The claim query reads live rows only: millions of finished jobs cost it nothing.
@@ -128,6 +131,8 @@ class Job(models.Model):
             models.Index(fields=["document_id"], name="job_document_prefix", opclasses=["varchar_pattern_ops"]),
             # Throughput: jobs finished in a window, by outcome (the sampler, the dashboard).
             models.Index(fields=["finished_at"], condition=Q(finished_at__isnull=False), name="job_finished_at"),
+            models.Index(fields=["reprocessed_from"], condition=Q(reprocessed_from__isnull=False),
+                         name="job_reprocessed_from"),
         ]
 
     def __str__(self) -> str:
@@ -142,7 +147,8 @@ class Attempt(models.Model):
     """One lease of a job: opened by the claim, closed by the queue with its outcome and, when the
     extractor ran, what it spent (the extraction report). Never content."""
 
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts",
+                            db_index=False)  # attempt_job_fence (job, fence) serves it
     tenant = models.CharField(max_length=33, db_default="")  # the job's, so a tenant's window reads one index
     fence = models.BigIntegerField()
     attempt = models.PositiveIntegerField()
@@ -190,13 +196,14 @@ class Result(models.Model):
 
     job = models.OneToOneField(Job, on_delete=models.PROTECT, related_name="result")
     tenant = models.CharField(max_length=33)
-    idempotency_key = models.CharField(max_length=300, unique=True)
+    idempotency_key = models.CharField(max_length=300)  # unique: Meta, as Job's
     payload_hash = models.CharField(max_length=64)
     data = models.JSONField()
     fence = models.BigIntegerField()
     created_at = models.DateTimeField()
 
     class Meta:
+        constraints = [models.UniqueConstraint(fields=["idempotency_key"], name="pipeline_result_idempotency_key_key")]
         indexes = [models.Index(fields=["tenant", "id"], name="result_tenant_id")]  # an operator's list
 
     def __str__(self) -> str:
@@ -293,14 +300,14 @@ class Review(models.Model):
 
     tenant = models.CharField(max_length=33)
     document_id = models.CharField(max_length=255)
-    idempotency_key = models.CharField(max_length=300, unique=True)
+    idempotency_key = models.CharField(max_length=300)  # unique: Meta, as Job's
     event_id = models.UUIDField(unique=True)
     job = models.ForeignKey(Job, on_delete=models.PROTECT, related_name="reviews")
     status = models.CharField(max_length=16, choices=ReviewStatus.choices, default=ReviewStatus.PENDING)
     created_at = models.DateTimeField()
     decided_at = models.DateTimeField(null=True, blank=True)
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    decided_by = models.ForeignKey(  # indexed where set (Meta): a review is created undecided
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
     )
 
     class Meta:
@@ -312,6 +319,7 @@ class Review(models.Model):
                 | (~Q(status=ReviewStatus.PENDING) & Q(decided_at__isnull=False)),
                 name="review_decided_iff_decided_at",
             ),
+            models.UniqueConstraint(fields=["idempotency_key"], name="pipeline_review_idempotency_key_key"),
         ]
         indexes = [
             models.Index(fields=["tenant", "status", "created_at"], name="review_tenant_status"),
@@ -322,6 +330,7 @@ class Review(models.Model):
             models.Index(fields=["tenant", "decided_at"], condition=Q(decided_at__isnull=False),
                          name="review_tenant_decided"),
             models.Index(fields=["decided_at"], condition=Q(decided_at__isnull=False), name="review_decided"),
+            models.Index(fields=["decided_by"], condition=Q(decided_by__isnull=False), name="review_decided_by"),
         ]
 
     @property
