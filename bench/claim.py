@@ -1,9 +1,9 @@
-"""The claim statement alone, with and without the paused-tenant filter, over a backlog of live jobs.
+"""The claim's selection alone, with and without the paused-tenant filter, over a backlog of live jobs.
 
 Usage: ./run bench claim [--jobs 200000] [--finished 1000000] [--repeats 300] [--db relayops_bench_claim]
 Seeds (set-based SQL) ``--finished`` finished jobs and ``--jobs`` queued, due jobs over six tenants, then
-times the claim as the workers run it (``sql.claim_statement()``, one row, in a transaction rolled back so
-every repeat claims the same head of the line): the statement without the paused-tenant filter (as before
+times the claim's selection as the workers' claim function runs it (``sql.CLAIM_NEXT``, the next job locked,
+in a transaction rolled back so every repeat takes the same head of the line): the statement without the paused-tenant filter (as before
 tenant controls existed) against the statement with it, interleaved, with no control row and with a
 control row per tenant none paused; then with the tenant owning the first ``--paused-head`` jobs in line
 paused. Prints the median, p95 and p99 per case.
@@ -41,8 +41,7 @@ def time_claim(statement: str, repeats: int) -> list[float]:
     from pipeline import sql
 
     now = dt.datetime.now(dt.timezone.utc)
-    params = {"now": sql.ts(now), "worker": "bench:1", "lease_until": sql.ts(now + dt.timedelta(seconds=30)),
-              "limit": 1}
+    params = {"now": sql.ts(now)}
     samples = []
     for _ in range(repeats):
         with transaction.atomic():
@@ -89,7 +88,7 @@ def main() -> None:
         cursor.execute(SEED.format(tenants="{" + ",".join(TENANTS) + "}"),
                        {"jobs": args.jobs, "finished": args.finished, "head": args.paused_head})
         cursor.execute("ANALYZE")
-    filtered = sql.claim_statement()
+    filtered = sql.CLAIM_NEXT
     unfiltered = filtered.replace(f"      AND tenant NOT IN ({sql.PAUSED_TENANTS})\n", "")
     assert unfiltered != filtered, "the paused-tenant filter was not found in the claim"
     print(f"{args.finished:,} finished jobs, {args.jobs:,} queued and due; {args.repeats} claims per case, "
@@ -107,8 +106,7 @@ def main() -> None:
     TenantControl.objects.filter(tenant="acme").update(intake_paused=True, paused_at=now)
     report(f"the tenant of the first {args.paused_head:,} due jobs paused", time_claim(filtered, args.repeats))
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (COSTS OFF) " + filtered.replace("%(now)s", "now()").replace("%(worker)s", "'b'")
-                       .replace("%(lease_until)s", "now()").replace("%(limit)s", "1"))
+        cursor.execute("EXPLAIN (COSTS OFF) " + filtered.replace("%(now)s", "now()"))
         print("\n".join(row[0] for row in cursor.fetchall()))
 
 

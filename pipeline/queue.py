@@ -180,9 +180,7 @@ def lease_next(worker_id: str, *, lease_seconds: float | None = None, clock: Clo
     while True:
         now = clock.now()
         lease_until = now + dt.timedelta(seconds=seconds)
-        rows = sql.claim_jobs(
-            {"now": sql.ts(now), "worker": worker_id, "lease_until": sql.ts(lease_until), "limit": 1}
-        )
+        rows = sql.claim_job({"now": sql.ts(now), "worker": worker_id, "lease_until": sql.ts(lease_until)})
         if not rows:
             return None
         if rows[0]["status"] == JobStatus.CANCELLED:

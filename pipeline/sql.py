@@ -81,10 +81,26 @@ CLAIMABLE = f"""
 LEASE_COLUMNS = """id, status, fence, attempt, max_attempts, tenant, document_id, operation_version,
           idempotency_key, payload, payload_hash, deadline_at, lease_until, lease_owner, leased_at"""
 
-# Claim the next claimable jobs in one statement, in their place in line (visible_at, which a lease
-# does not move: a job rescued from a dead worker comes before newer work), skipping rows other
-# claimers hold. A job past its deadline is cancelled instead of leased. The fence grows on every
-# lease; a fresh lease counts an attempt, taking over an expired one counts a lease expiry instead.
+# The claim: the next claimable job in its place in line (visible_at, which a lease does not move: a job
+# rescued from a dead worker comes before newer work), skipping rows other claimers hold. A job past its
+# deadline is cancelled instead of leased. The fence grows on every lease; a fresh lease counts an
+# attempt, taking over an expired one counts a lease expiry instead. Every lease is on record: the claim
+# closes the attempt of a lease it took over (it expired: the worker died or stalled) and opens one per
+# new lease, with ``due_at``: when the job became claimable, its visible_at or the expiry of the lease
+# taken over (queue wait = leased_at - due_at).
+#
+# On PostgreSQL the server-side function ``relayops_claim`` (migration 0018) does all of it in one call,
+# in short statements whose plans it keeps for the connection; it also says whether another job is
+# claimable (``more_waiting``: a row another claimer holds counts, so it errs towards one more look, never
+# towards none) and which transactions the claim saw (``snapshot``: pipeline.runtime.wake_turn compares a
+# doorbell's with it). Its first statement is CLAIM_NEXT, word for word (a test compares them).
+CLAIM_NEXT = f"""{CLAIMABLE.replace("SELECT id FROM", "SELECT * FROM", 1)}    ORDER BY visible_at, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED"""
+
+_CLAIM_CALL = "SELECT * FROM relayops_claim(%(now)s, %(worker)s, %(lease_until)s)"
+
+# SQLite (the embedded demo, whose immediate transactions serialise writers) runs the same steps one by one.
 _CLAIM = f"""
 UPDATE pipeline_job SET
     status = CASE WHEN deadline_at <= %(now)s THEN 'cancelled' ELSE 'leased' END,
@@ -99,43 +115,10 @@ UPDATE pipeline_job SET
     last_error_code = CASE WHEN deadline_at <= %(now)s THEN 'deadline_exceeded' ELSE last_error_code END
 WHERE id IN ({CLAIMABLE}
     ORDER BY visible_at, id
-    LIMIT %(limit)s
-    {{skip_locked}}
+    LIMIT 1
 )
 RETURNING {LEASE_COLUMNS}
 """
-
-# When the claimed job became claimable: its visible_at, or the expiry of the lease taken over. Read from
-# the row as it was before the claim (``prior``: in PostgreSQL every part of one statement sees the
-# same snapshot, so a sibling of the claiming UPDATE reads the old row). Queue wait = leased_at - due_at.
-DUE_AT = "CASE WHEN prior.status = 'leased' THEN prior.lease_until ELSE prior.visible_at END"
-
-# Every lease is on record: the claim closes the attempt of a lease it took over (it expired: the
-# worker died or stalled) and opens one per new lease. PostgreSQL does all three in one statement, and
-# says whether another job was claimable beside the ones taken (``more_waiting``, read in the snapshot
-# the claim began with: a job committed later rang the doorbell, which the drain hears when it parks;
-# a row another claimer held counts, so it errs towards one more look, never towards none), and which
-# transactions that snapshot saw (``snapshot``: pipeline.runtime.wake_turn compares a doorbell's with it).
-_CLAIM_WITH_ATTEMPTS = f"""
-WITH claimed AS ({_CLAIM}),
-ended AS (
-    UPDATE pipeline_attempt SET ended_at = %(now)s, error_code = 'lease_expired'
-    WHERE job_id IN (SELECT id FROM claimed) AND ended_at IS NULL
-),
-opened AS (
-    INSERT INTO pipeline_attempt (job_id, tenant, fence, attempt, worker, due_at, leased_at, error_code)
-    SELECT claimed.id, claimed.tenant, claimed.fence, claimed.attempt, claimed.lease_owner, {DUE_AT},
-           claimed.leased_at, ''
-    FROM claimed JOIN pipeline_job prior ON prior.id = claimed.id
-    WHERE claimed.status = 'leased'
-)
-SELECT claimed.*, {DUE_AT} AS due_at, EXISTS (SELECT 1 FROM ({CLAIMABLE}
-    ORDER BY visible_at, id OFFSET %(limit)s LIMIT 1) AS later) AS more_waiting,
-    pg_current_snapshot()::text AS snapshot
-FROM claimed JOIN pipeline_job prior ON prior.id = claimed.id
-"""
-
-# SQLite has no data-modifying CTE: the same bookkeeping, statement by statement, in one transaction.
 _END_TAKEN_OVER = """
 UPDATE pipeline_attempt SET ended_at = %(now)s, error_code = 'lease_expired'
 WHERE job_id = %(job_id)s AND ended_at IS NULL
@@ -144,33 +127,28 @@ _OPEN_ATTEMPT = """
 INSERT INTO pipeline_attempt (job_id, tenant, fence, attempt, worker, due_at, leased_at, error_code)
 VALUES (%(job_id)s, %(tenant)s, %(fence)s, %(attempt)s, %(worker)s, %(due_at)s, %(now)s, '')
 """
-# The rows the claim is about to take, as they are (SQLite's immediate transaction holds the write
-# lock from its start, so nothing changes them between this look and the claim).
+# The row the claim is about to take, as it is (the immediate transaction holds the write lock from its
+# start, so nothing changes it between this look and the claim).
 _DUE_BEFORE_CLAIM = f"""
-SELECT prior.id, {DUE_AT} AS due_at FROM pipeline_job prior
-WHERE prior.id IN ({CLAIMABLE} ORDER BY visible_at, id LIMIT %(limit)s)
+SELECT prior.id, CASE WHEN prior.status = 'leased' THEN prior.lease_until ELSE prior.visible_at END AS due_at
+FROM pipeline_job prior
+WHERE prior.id IN ({CLAIMABLE} ORDER BY visible_at, id LIMIT 1)
 """
 
 
-def claim_statement() -> str:
-    """The claim as this database runs it (on SQLite, without its attempt bookkeeping)."""
+def claim_job(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Claim the next claimable job (``now``, ``worker``, ``lease_until``) with its attempt bookkeeping,
+    atomically: on PostgreSQL one call (one round trip in autocommit), on SQLite several statements in
+    one transaction. No row: nothing was claimable."""
     if connection.vendor == "postgresql":
-        return _CLAIM_WITH_ATTEMPTS.format(skip_locked=skip_locked())
-    return _CLAIM.format(skip_locked="")
-
-
-def claim_jobs(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Run the claim with its attempt bookkeeping, atomically: on PostgreSQL one statement (one round
-    trip in autocommit), on SQLite several in one transaction."""
-    if connection.vendor == "postgresql":
-        return fetch(claim_statement(), params)
+        return fetch(_CLAIM_CALL, params)
     with transaction.atomic():
-        return _claim_jobs_statement_by_statement(params)
+        return _claim_statement_by_statement(params)
 
 
-def _claim_jobs_statement_by_statement(params: dict[str, Any]) -> list[dict[str, Any]]:
+def _claim_statement_by_statement(params: dict[str, Any]) -> list[dict[str, Any]]:
     due = {row["id"]: row["due_at"] for row in fetch(_DUE_BEFORE_CLAIM, params)}
-    rows = fetch(claim_statement(), params)
+    rows = fetch(_CLAIM, params)
     with connection.cursor() as cursor:
         for row in rows:
             row["due_at"] = due.get(row["id"])

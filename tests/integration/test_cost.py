@@ -20,7 +20,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from pipeline import queue, relay, sql
-from pipeline.models import ConsumedEvent, Job, Review
+from pipeline.models import Attempt, ConsumedEvent, Job, Review
 from pipeline.outbox import commit_result_with_event
 from pipeline.states import JobStatus
 from tests.conftest import invoice
@@ -70,7 +70,8 @@ def test_statements_and_transactions_per_job_on_the_hot_path(clock):
     with CaptureQueriesContext(connection) as queries:
         lease = queue.lease_next("w1", clock=clock)
     assert lease is not None
-    assert hot_path(queries) == (["WITH claimed AS"], 1)
+    assert hot_path(queries) == (["SELECT * FROM"], 1)  # relayops_claim: one round trip
+    assert "relayops_claim" in queries[0]["sql"]
 
     with CaptureQueriesContext(connection) as queries:
         outcome = commit_result_with_event(lease, FIELDS, clock=clock)
@@ -102,7 +103,7 @@ def test_a_drain_whose_claim_saw_no_other_job_relays_and_parks_without_looking_a
     report = DrainReport()
     with CaptureQueriesContext(connection) as queries:
         assert drain._step(report) is False  # parks next
-    job_claims = [q for q in queries if "UPDATE pipeline_job SET" in q["sql"]]
+    job_claims = [q for q in queries if "relayops_claim(" in q["sql"]]
     assert len(job_claims) == 1  # one claim: the job's; none after it
     assert (report.jobs, report.published) == (1, 1) and Review.objects.count() == 1
 
@@ -122,7 +123,7 @@ def test_after_a_relay_pass_a_drain_parks_on_what_the_relay_claim_read_without_a
         assert drain._step(DrainReport()) is False
         assert drain._seconds_until_due(clock.now()) == 7.0
     work = [s.split()[:2] for s in hot_path(queries)[0] if "drainpresence" not in s]  # its presence: once a second
-    assert work == [["WITH", "claimed"], ["SELECT", "outcome,"], ["WITH", "claimed"], ["UPDATE", '"pipeline_outboxevent"']]
+    assert work == [["SELECT", "*"], ["SELECT", "outcome,"], ["WITH", "claimed"], ["UPDATE", '"pipeline_outboxevent"']]
     with CaptureQueriesContext(connection) as queries:
         assert drain._seconds_until_due(clock.now()) == 7.0
     assert len(queries) == 1
@@ -187,14 +188,35 @@ def plan_nodes(plan: dict) -> list[dict]:
     return nodes
 
 
-def explain_claim(now: dt.datetime) -> list[dict]:
-    query = sql.claim_statement()
-    params = {"now": now, "worker": "w1", "lease_until": now + dt.timedelta(seconds=30), "limit": 1}
+def explain_claim(now: dt.datetime, *, claims: int = 1) -> list[dict]:
+    """The plan nodes of the statements the claim function ran on the last of ``claims`` claims, as
+    PostgreSQL ran them (auto_explain, nested statements: after five calls PL/pgSQL's plan cache may
+    keep generic plans). In the test's transaction: the settings end with it."""
+    notices: list[str] = []
+    raw = connection.connection
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (FORMAT JSON) " + query, params)
-        (raw,) = cursor.fetchone()
-    document = raw if isinstance(raw, list) else json.loads(raw)
-    return plan_nodes(document[0]["Plan"])
+        cursor.execute("LOAD 'auto_explain'")
+        for setting in ("auto_explain.log_min_duration = 0", "auto_explain.log_nested_statements = on",
+                        "auto_explain.log_format = json", "client_min_messages = log"):
+            cursor.execute(f"SET LOCAL {setting}")
+        params = {"now": now, "worker": "w1", "lease_until": now + dt.timedelta(seconds=30)}
+        def heard(diag) -> None:  # noqa: ANN001
+            notices.append(diag.message_primary or "")
+
+        raw.add_notice_handler(heard)
+        try:
+            for _ in range(claims):
+                notices.clear()
+                cursor.execute("SAVEPOINT claim")
+                sql.claim_job(params)
+                cursor.execute("ROLLBACK TO SAVEPOINT claim")
+        finally:
+            raw.remove_notice_handler(heard)
+            cursor.execute("SET LOCAL client_min_messages = notice")
+    plans = [json.loads(text.split("plan:", 1)[1]) for text in notices if "plan:" in text]
+    nested = [plan["Plan"] for plan in plans if "relayops_claim" not in plan.get("Query Text", "")]
+    assert nested, notices
+    return [node for plan in nested for node in plan_nodes(plan)]
 
 
 @pytest.mark.django_db
@@ -252,6 +274,36 @@ def test_the_partial_index_matches_the_claim_even_on_a_small_table(clock):
         cursor.execute("SET LOCAL enable_seqscan = off")
     scans = [node.get("Index Name") for node in explain_claim(clock.now()) if "Relation Name" in node]
     assert "job_claimable" in scans, scans
+
+
+@pytest.mark.django_db
+def test_the_claims_plans_stay_on_their_indexes_after_the_tables_grow_under_them(clock):
+    """PL/pgSQL keeps the claim's plans for the connection, and after five calls may keep generic ones.
+    Plans first made on near-empty tables still read through the indexes once the tables hold 20,000
+    finished jobs and their attempts (not analyzed since): the claimable jobs' partial index, the
+    primary key, and for the attempt a takeover closes its (job, fence) or the open attempts' partial index
+    (the leases in flight)."""
+    now = clock.now()
+    queue.enqueue("acme", "head", 1, invoice(), clock=clock)
+    lease = queue.lease_next("w0", clock=clock)
+    Job.objects.filter(pk=lease.job_id).update(lease_until=now - dt.timedelta(seconds=1))  # expired: taken over
+    explain_claim(now, claims=8)
+    done = dict(status=JobStatus.SUCCEEDED, payload={}, payload_hash="0" * 64, created_at=now, visible_at=now,
+                deadline_at=now + dt.timedelta(hours=1), finished_at=now, attempt=1, fence=1)
+    old = Job.objects.bulk_create(
+        Job(tenant="acme", document_id=f"old-{n}", operation_version=1, idempotency_key=f"acme:old-{n}:v1", **done)
+        for n in range(20_000)
+    )
+    Attempt.objects.bulk_create(Attempt(job=job, tenant="acme", fence=1, attempt=1, worker="w0", leased_at=now,
+                                        ended_at=now) for job in old)
+    nodes = explain_claim(now, claims=8)
+    scans = {(node["Relation Name"], node["Node Type"], node.get("Index Name")) for node in nodes
+             if node.get("Relation Name") in ("pipeline_job", "pipeline_attempt")}
+    assert ("pipeline_job", "Index Scan", "job_claimable") in scans, scans
+    assert ("pipeline_job", "Index Scan", "pipeline_job_pkey") in scans, scans
+    attempts = {name for relation, node_type, name in scans if relation == "pipeline_attempt" and name}
+    assert attempts and attempts <= {"attempt_job_fence", "attempt_open"}, scans
+    assert all(node_type != "Seq Scan" for _, node_type, _ in scans), scans
 
 
 @pytest.mark.django_db(transaction=True)

@@ -112,3 +112,16 @@ def test_the_claim_and_the_queryset_both_skip_a_paused_tenant(clock):
     assert paused.pk not in expected
     assert set(Job.objects.claimable(clock.now()).values_list("pk", flat=True)) == expected
     assert raw_claimable(clock.now()) == expected
+
+
+def test_the_claim_function_selects_as_the_claimable_definition_says():
+    """relayops_claim (a migration's text) reads the claimable jobs with sql.CLAIMABLE's very words: its
+    claim as sql.CLAIM_NEXT, and its look for another waiting job with the same predicate."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'relayops_claim'")
+        (source,) = cursor.fetchone()
+    words = " ".join(source.split())
+    claim = " ".join(sql.CLAIM_NEXT.replace("%(now)s", "p_now").split())
+    predicate = claim.split(" WHERE ", 1)[1].split(" ORDER BY ")[0]
+    assert claim.replace("SELECT * FROM", "SELECT * INTO prior FROM", 1) in words
+    assert words.count(predicate) == 2

@@ -229,7 +229,7 @@ def test_a_park_that_ends_for_the_presence_record_alone_records_it_and_parks_on_
         if listener is not None:
             listener.close()
     statements = [q["sql"] for q in queries]
-    claims = [sql for sql in statements if "UPDATE pipeline_job SET" in sql]
+    claims = [sql for sql in statements if "relayops_claim(" in sql]
     assert any("pipeline_drainpresence" in sql for sql in statements)
     assert len(claims) == (0 if listening else 1), statements  # polling alone, each wake-up is a look
     assert DrainPresence.objects.filter(worker="node:1").exists()

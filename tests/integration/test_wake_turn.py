@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _claims(queries) -> int:
-    return sum("UPDATE pipeline_job SET" in q["sql"] for q in queries)
+    return sum("relayops_claim(" in q["sql"] for q in queries)
 
 
 @pytest.fixture
