@@ -36,6 +36,7 @@ DECLARE
     prior pipeline_job%ROWTYPE;
     claimed pipeline_job%ROWTYPE;
     v_due timestamptz;
+    v_more boolean;
 BEGIN
     SELECT * INTO prior FROM pipeline_job
     WHERE status IN ('queued', 'leased') AND visible_at <= p_now
@@ -74,17 +75,22 @@ BEGIN
                 claimed.leased_at, '');
     END IF;
 
+    -- Another job claimable? In line order, as the claim reads (a scan from the table's start would
+    -- step over every finished row before the first claimable one).
+    PERFORM 1 FROM pipeline_job
+    WHERE status IN ('queued', 'leased') AND visible_at <= p_now
+      AND CASE WHEN status = 'leased'
+               THEN lease_until <= p_now AND lease_expiries < max_lease_expiries
+               ELSE attempt < max_attempts END
+      AND tenant NOT IN (SELECT tenant FROM tenancy_tenantcontrol WHERE intake_paused)
+    ORDER BY visible_at, id
+    LIMIT 1;
+    v_more := FOUND;
+
     RETURN QUERY SELECT claimed.id, claimed.status, claimed.fence, claimed.attempt, claimed.max_attempts,
         claimed.tenant, claimed.document_id, claimed.operation_version, claimed.idempotency_key,
         claimed.payload, claimed.payload_hash, claimed.deadline_at, claimed.lease_until, claimed.lease_owner,
-        claimed.leased_at, v_due,
-        EXISTS (SELECT 1 FROM pipeline_job
-                WHERE status IN ('queued', 'leased') AND visible_at <= p_now
-                  AND CASE WHEN status = 'leased'
-                           THEN lease_until <= p_now AND lease_expiries < max_lease_expiries
-                           ELSE attempt < max_attempts END
-                  AND tenant NOT IN (SELECT tenant FROM tenancy_tenantcontrol WHERE intake_paused)),
-        v_snapshot;
+        claimed.leased_at, v_due, v_more, v_snapshot;
 END $$;
 """
 POSTGRES_DROP = "DROP FUNCTION IF EXISTS relayops_claim(timestamptz, varchar, timestamptz);"

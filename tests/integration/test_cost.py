@@ -280,7 +280,7 @@ def test_the_partial_index_matches_the_claim_even_on_a_small_table(clock):
 def test_the_claims_plans_stay_on_their_indexes_after_the_tables_grow_under_them(clock):
     """PL/pgSQL keeps the claim's plans for the connection, and after five calls may keep generic ones.
     Plans first made on near-empty tables still read through the indexes once the tables hold 20,000
-    finished jobs and their attempts (not analyzed since): the claimable jobs' partial index, the
+    finished jobs and their attempts, and after an ANALYZE remade them: the claimable jobs' partial index, the
     primary key, and for the attempt a takeover closes its (job, fence) or the open attempts' partial index
     (the leases in flight)."""
     now = clock.now()
@@ -296,6 +296,11 @@ def test_the_claims_plans_stay_on_their_indexes_after_the_tables_grow_under_them
     )
     Attempt.objects.bulk_create(Attempt(job=job, tenant="acme", fence=1, attempt=1, worker="w0", leased_at=now,
                                         ended_at=now) for job in old)
+    nodes = explain_claim(now, claims=8)  # the plans made before the tables grew, as they are used
+    assert all(node["Node Type"] != "Seq Scan" for node in nodes if node.get("Relation Name") == "pipeline_job")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE pipeline_job")  # autovacuum's: the plans are made again, on what it counted
+        cursor.execute("ANALYZE pipeline_attempt")
     nodes = explain_claim(now, claims=8)
     scans = {(node["Relation Name"], node["Node Type"], node.get("Index Name")) for node in nodes
              if node.get("Relation Name") in ("pipeline_job", "pipeline_attempt")}
@@ -304,6 +309,28 @@ def test_the_claims_plans_stay_on_their_indexes_after_the_tables_grow_under_them
     attempts = {name for relation, node_type, name in scans if relation == "pipeline_attempt" and name}
     assert attempts and attempts <= {"attempt_job_fence", "attempt_open"}, scans
     assert all(node_type != "Seq Scan" for _, node_type, _ in scans), scans
+
+
+@pytest.mark.django_db
+def test_the_claims_plans_read_through_indexes_in_a_deep_analyzed_backlog(clock):
+    """Statistics that say most rows are claimable (a backlog, as a drain meets it) make a scan from the
+    table's start look cheap for "is any job claimable": the claim's plans still read the claimable jobs
+    in line order, through their partial index, so the look costs the same however many finished rows
+    the table holds before the first claimable one."""
+    now = clock.now()
+    queued = dict(status=JobStatus.QUEUED, payload={}, payload_hash="0" * 64, created_at=now,
+                  visible_at=now - dt.timedelta(seconds=1), deadline_at=now + dt.timedelta(hours=1))
+    Job.objects.bulk_create(
+        Job(tenant="acme", document_id=f"q-{n}", operation_version=1, idempotency_key=f"acme:q-{n}:v1", **queued)
+        for n in range(3_000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE pipeline_job")
+    nodes = explain_claim(now, claims=8)
+    scans = {(node["Node Type"], node.get("Index Name")) for node in nodes
+             if node.get("Relation Name") == "pipeline_job"}
+    assert ("Index Scan", "job_claimable") in scans, scans
+    assert all(node_type != "Seq Scan" for node_type, _ in scans), scans
 
 
 @pytest.mark.django_db(transaction=True)
