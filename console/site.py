@@ -13,6 +13,7 @@ tenant's, a pipeline row) from a missing one.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from django.contrib import admin
@@ -34,18 +35,24 @@ class RelayOpsAdminSite(admin.AdminSite):
 
     def __init__(self, name: str = "admin") -> None:
         self._discovered = False
+        self._discovering = False
+        self._discovery = threading.RLock()  # re-entered by the admin modules' register() calls
         super().__init__(name)
 
     @property
     def _registry(self) -> dict[type[Any], admin.ModelAdmin[Any]]:
-        """Every read of the registry (Django's own methods read it directly) finds it complete."""
+        """Every read of the registry (Django's own methods read it directly) finds it complete; another
+        thread's read waits for the discovery in progress. A discovery that fails leaves it undiscovered:
+        the next read raises again, as a failing start-up did."""
         if not self._discovered:
-            self._discovered = True  # the admin modules' register() calls read it too
-            try:
-                self._discover()
-            except BaseException:
-                self._discovered = False  # the next read raises again, as a failing start-up did
-                raise
+            with self._discovery:
+                if not self._discovered and not self._discovering:
+                    self._discovering = True
+                    try:
+                        self._discover()
+                        self._discovered = True
+                    finally:
+                        self._discovering = False
         return self._models
 
     @_registry.setter

@@ -171,8 +171,8 @@ def _job_columns(job: Job) -> dict[str, Any]:
 def lease_next(worker_id: str, *, lease_seconds: float | None = None, clock: Clock = system_clock) -> Lease | None:
     """Lease the oldest claimable job (``Job.objects.claimable``), or return None.
 
-    One statement with FOR UPDATE SKIP LOCKED: concurrent workers never hold the same job, and the
-    fence grows on every lease. A job found past its deadline is cancelled instead, and the next one
+    One call (``sql.claim_job``: the server-side function ``relayops_claim`` on PostgreSQL) with FOR
+    UPDATE SKIP LOCKED: concurrent workers never hold the same job, and the fence grows on every lease. A job found past its deadline is cancelled instead, and the next one
     is tried. The attempt row of the new lease is written with it.
     """
     check_text("worker_id", worker_id, max_length=200)

@@ -1,7 +1,8 @@
 """A cluster process carries what it uses. The API framework is the web process's (qcluster's start-up
 checks leave out the URLconf's, and ninja is no installed app); the webhook publisher's HTTP client and
-cryptography load at its first delivery; the LLM extractor's client only when that extractor is chosen.
-Each is megabytes of every forked worker's memory (docs/performance.md, "After: a worker's memory and
+cryptography load at its first delivery; the LLM extractor's client only when that extractor is chosen;
+the admin's modules when its registry is first read (a web request, the checks, which qcluster runs in a
+forked child). Each is megabytes of every forked worker's memory (docs/performance.md, "After: a worker's memory and
 its log lines")."""
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from tests.integration.test_processes import Child
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ONLY_WHEN_USED = ["ninja", "httpx", "cryptography"]
+ONLY_WHEN_USED = ["ninja", "httpx", "cryptography",
+                  # the admin: every app's admin module, and what the admin site's pages import
+                  "pipeline.admin", "dlq.admin", "controls.admin", "webhooks.admin", "tenancy.admin_base",
+                  "console.dashboard", "review.views"]
 
 
-def test_a_node_that_delivers_no_webhook_imports_neither_the_api_framework_nor_httpx_nor_cryptography():
+def test_a_node_that_delivers_no_webhook_imports_neither_the_api_framework_nor_httpx_nor_cryptography_nor_the_admin():
     queue.enqueue("acme", "doc-1", 1, invoice(1))
     (report,) = Child("footprint", worker="footprint", libraries=ONLY_WHEN_USED).finish()
     assert (report["outcome"], report["published"]) == ("committed", 1)  # it did the whole path

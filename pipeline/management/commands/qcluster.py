@@ -51,10 +51,12 @@ class Command(qcluster.Command):
                 traceback.print_exc()
                 code = 2
             finally:
-                connections.close_all()
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
+                try:
+                    connections.close_all()
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)  # never on into the parent's code, whatever the cleanup met
         _, status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(status)
         if code == 1:
