@@ -29,6 +29,7 @@ log = get_logger(__name__)
 STOP_SIGNAL = signal.SIGUSR1
 HURRY_SIGNAL = signal.SIGUSR2
 FORCE_EXIT_SECONDS = 5.0  # after a hurry, a worker still alive this long releases its leases and exits
+FORCE_RELEASE_SECONDS = 3.0  # what the forced exit's last words and release may take before it exits anyway
 
 
 class StopState:
@@ -98,11 +99,21 @@ def _on_hurry(signum: int, frame: FrameType | None) -> None:
 
 
 def _force_exit() -> None:
-    """The worker did not finish after a hurry: release what it still leases, then exit at once."""
+    """The worker did not finish after a hurry: release what it still leases, then exit at once.
+
+    The interrupt lands wherever the main thread was, and an exception raised from a signal handler
+    between a lock's acquire and its ``try`` leaves the lock held (logging's handler lock, say), so the
+    last words and the release run in a thread of their own for at most FORCE_RELEASE_SECONDS; then the
+    worker exits whatever they met, and a lease they did not release expires instead."""
     from pipeline.runtime.liveness import worker_id
 
-    log.error("worker.forced_exit", pid=os.getpid(), after_seconds=FORCE_EXIT_SECONDS)
-    release_held(worker_id())
+    def last_words() -> None:
+        log.error("worker.forced_exit", pid=os.getpid(), after_seconds=FORCE_EXIT_SECONDS)
+        release_held(worker_id())
+
+    words = threading.Thread(target=last_words, name="forced-exit", daemon=True)
+    words.start()
+    words.join(FORCE_RELEASE_SECONDS)
     os._exit(1)
 
 

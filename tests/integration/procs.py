@@ -133,7 +133,10 @@ def relay(args: dict[str, Any]) -> None:
 def stuck(args: dict[str, Any]) -> None:
     """A qcluster worker whose job ignores the stop: it leases a job, is hurried, and never returns.
 
-    The force-exit watchdog must release the lease and end the process (exit code 1)."""
+    The force-exit watchdog must release the lease and end the process (exit code 1). With
+    ``hold_log_lock`` the main thread keeps the log handlers' locks, as an exception raised from a signal
+    handler between a lock's acquire and its ``try`` would leave them: the watchdog must end it anyway."""
+    import logging
     import time
 
     from pipeline import queue
@@ -144,6 +147,9 @@ def stuck(args: dict[str, Any]) -> None:
     shutdown.install_worker_handlers()
     lease = queue.lease_next(worker_id())
     say(job_id=lease.job_id if lease else None, worker=worker_id())
+    if args.get("hold_log_lock"):
+        for handler in logging.getLogger().handlers:
+            handler.acquire()
     shutdown.STATE.hurry()  # not in a drain: nothing is interrupted, as with a job stuck in C code
     while True:
         time.sleep(0.05)  # stuck; only the watchdog ends this process

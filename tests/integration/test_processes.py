@@ -336,3 +336,12 @@ def test_a_worker_stuck_after_a_hurry_releases_its_lease_and_exits(children):
     job.refresh_from_db()
     assert (job.status, job.attempt, job.lease_owner) == ("queued", 0, said["worker"])
     assert list(job.attempts.values_list("error_code", flat=True)) == ["shutdown"]
+
+
+def test_a_stuck_worker_whose_interrupt_left_the_log_lock_held_still_exits(children):
+    """The watchdog's last words and release wait on locks the stuck main thread may hold (here the log
+    handlers'): it gives them a bounded time, then the worker exits, its lease left to expire."""
+    job, _ = queue.enqueue("acme", "stuck-locked", 1, invoice(1))
+    child = children("stuck", force_after=0.5, hold_log_lock=True)
+    assert child.read_line()["job_id"] == job.pk
+    assert child.proc.wait(DEADLINE_SECONDS) == 1
