@@ -32,12 +32,22 @@ FORCE_EXIT_SECONDS = 5.0  # after a hurry, a worker still alive this long releas
 FORCE_RELEASE_SECONDS = 3.0  # what the forced exit's last words and release may take before it exits anyway
 
 
+class _SignalSafeEvent(threading.Event):
+    """An Event a signal handler may set while the thread it interrupted is inside this Event's own
+    set() or wait(): the handler runs in that thread, and threading.Event's lock is not reentrant (the
+    second stop signal, landing inside the first one's handler on a loaded machine, hung the worker)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cond = threading.Condition(threading.RLock())
+
+
 class StopState:
     """This process's view of a stop. Signal handlers write it; drains read it."""
 
     def __init__(self) -> None:
-        self.requested = threading.Event()
-        self.hurried = threading.Event()
+        self.requested = _SignalSafeEvent()
+        self.hurried = _SignalSafeEvent()
         self.in_drain = False  # a drain runs in this process's main thread: hurry may interrupt it
         self.worker_process = False  # a qcluster worker (handlers installed): may be force-exited
         self._interrupted = False

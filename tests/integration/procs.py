@@ -135,8 +135,11 @@ def stuck(args: dict[str, Any]) -> None:
 
     The force-exit watchdog must release the lease and end the process (exit code 1). With
     ``hold_log_lock`` the main thread keeps the log handlers' locks, as an exception raised from a signal
-    handler between a lock's acquire and its ``try`` would leave them: the watchdog must end it anyway."""
+    handler between a lock's acquire and its ``try`` would leave them: the watchdog must end it anyway.
+    With ``hurried_inside_stop`` the hurry signal's handler runs while this thread holds the stop event's
+    lock, as when it lands inside the stop handler's Event.set()."""
     import logging
+    import os
     import time
 
     from pipeline import queue
@@ -150,7 +153,12 @@ def stuck(args: dict[str, Any]) -> None:
     if args.get("hold_log_lock"):
         for handler in logging.getLogger().handlers:
             handler.acquire()
-    shutdown.STATE.hurry()  # not in a drain: nothing is interrupted, as with a job stuck in C code
+    if args.get("hurried_inside_stop"):  # the hurry signal lands while the stop handler sets its event
+        with shutdown.STATE.requested._cond:
+            os.kill(os.getpid(), shutdown.HURRY_SIGNAL)
+            time.sleep(0.2)  # the handler runs here, in this thread, with the event's lock held
+    else:
+        shutdown.STATE.hurry()  # not in a drain: nothing is interrupted, as with a job stuck in C code
     while True:
         time.sleep(0.05)  # stuck; only the watchdog ends this process
 

@@ -345,3 +345,15 @@ def test_a_stuck_worker_whose_interrupt_left_the_log_lock_held_still_exits(child
     child = children("stuck", force_after=0.5, hold_log_lock=True)
     assert child.read_line()["job_id"] == job.pk
     assert child.proc.wait(DEADLINE_SECONDS) == 1
+
+
+def test_a_hurry_that_lands_while_the_stop_handler_sets_its_event_still_ends_the_worker(children):
+    """A second signal soon after the first (a loaded machine, the handler descheduled): the hurry's
+    handler runs inside the stop handler's Event.set(), in the same thread, and must not wait for the
+    lock that thread holds. The watchdog then releases the lease and ends the worker."""
+    job, _ = queue.enqueue("acme", "stuck-inside", 1, invoice(1))
+    child = children("stuck", force_after=0.5, hurried_inside_stop=True)
+    assert child.read_line()["job_id"] == job.pk
+    assert child.proc.wait(DEADLINE_SECONDS) == 1
+    job.refresh_from_db()
+    assert (job.status, job.attempt) == ("queued", 0)
