@@ -3,11 +3,12 @@
 Usage: ./run bench compare [--smoke] [--json PATH] [--clients 1,2,4,8] [--workers 1,2,4] [--jobs 3000]
        [--seconds 10] [--rate 150] [--latency-jobs 600] [--log-format auto|console|json] [--db relayops_bench_compare]
 
-1. The limit: RelayOps' own two transactions per job, captured as RelayOps issues them (``lease_next``'s
-   claim; ``commit_result_with_event``'s completion, result, event and NOTIFY), written as a pgbench
-   custom script (the claim's row feeds the commit through ``\\gset``; extended protocol, so the key is
-   a bound parameter) and run with ``pgbench -n -M extended -c N -j N -T seconds`` for each ``--clients``
-   against a table seeded with queued jobs. One script transaction pair = one job.
+1. The limit: RelayOps' own transaction per job behind a backlog, captured as RelayOps issues it
+   (``commit_result_with_event``'s completion, result, event and NOTIFY with the next job's claim, the
+   call a drain makes while more jobs wait; a client's first run claims alone first, as ``lease_next``),
+   written as a pgbench custom script (each row feeds the next statement through ``\\gset``; extended
+   protocol, so the key is a bound parameter) and run with ``pgbench -n -M extended -c N -j N -T seconds``
+   for each ``--clients`` against a table seeded with queued jobs. One script run = one job.
 2. RelayOps end to end: ``--jobs`` invoices enqueued one by one through ``pipeline.queue.enqueue`` inside
    one transaction (so the drain meets the whole backlog at its commit), drained by a real
    ``manage.py qcluster`` with each ``--workers`` count through lease, extraction, validation, commit,
@@ -256,12 +257,14 @@ def _literal(sql: str, params: Any, marks: dict[Any, str]) -> str:
 
 
 def capture_script() -> tuple[str, dict[str, int]]:
-    """A pgbench script of one job's two transactions as RelayOps issues them, and their statement counts.
+    """A pgbench script of one job's transaction as RelayOps issues it behind a backlog, and its statement counts.
 
-    A real job is leased (``lease_next``) and committed (``commit_result_with_event``) while every
-    statement is recorded; the job's id, fence and key become the claim's ``\\gset`` variables and the
-    event id a fresh ``gen_random_uuid()``. The claim's timestamps stay as captured: the seeded jobs are
-    visible before them and due long after.
+    Real jobs are leased (``lease_next``) and committed with the next one's claim
+    (``commit_result_with_event`` with ``claim_next``, as a drain does while more jobs wait) while every
+    statement is recorded. The claim's row feeds the commit through ``\\gset``; the commit's row (the next
+    job's lease) feeds the next script run's commit: a client claims alone once, at its first run, as a
+    drain does at its first job. The event id becomes a fresh ``gen_random_uuid()``. The timestamps stay as
+    captured: the seeded jobs are visible before them and due long after.
     """
     from django.db import connection
 
@@ -271,6 +274,7 @@ def capture_script() -> tuple[str, dict[str, int]]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT setval(pg_get_serial_sequence('pipeline_job', 'id'), %s, false)", [CAPTURE_JOB_ID])
     job, _ = queue.enqueue(TENANT, "capture", 1, _invoice(0))
+    queue.enqueue(TENANT, "capture-next", 1, _invoice(1))  # what the commit's claim takes
     with connection.cursor() as cursor:  # a throwaway job in a throwaway database: its fence made unmistakable
         cursor.execute("UPDATE pipeline_job SET fence = %s WHERE id = %s", [CAPTURE_FENCE - 1, job.pk])
     leases = []
@@ -278,25 +282,25 @@ def capture_script() -> tuple[str, dict[str, int]]:
     lease = leases[0]
     assert lease is not None and lease.job_id == CAPTURE_JOB_ID and lease.fence == CAPTURE_FENCE, lease
     outcomes = []
-    commit = _captured(lambda: outcomes.append(commit_result_with_event(lease, {"invoice_number": "1", "total": "1"})))
+    commit = _captured(lambda: outcomes.append(commit_result_with_event(
+        lease, {"invoice_number": "1", "total": "1"}, claim_next=queue.claim_params("pgbench-capture"))))
+    assert outcomes[0].claimed is not None, "the capture's commit claimed no next job"
     marks = {CAPTURE_JOB_ID: ":id", CAPTURE_FENCE: ":fence", lease.idempotency_key: ":idempotency_key",
              outcomes[0].event_id: "gen_random_uuid()", outcomes[0].event_id.hex: "gen_random_uuid()",
              str(outcomes[0].event_id): "gen_random_uuid()"}
     (claim_sql, claim_params, claim_in_block), = claim
-    lines = ["-- RelayOps' claim transaction, as lease_next issued it",
-             *_transaction([_literal(claim_sql, claim_params, {}).strip() + r" \gset"], claim_in_block),
-             "-- RelayOps' commit transaction, as commit_result_with_event issued it",
-             *_transaction([_literal(sql, params, marks).strip() + ";" for sql, params, _ in commit],
-                           any(in_block for *_, in_block in commit))]
+    (commit_sql, commit_params, commit_in_block), = commit
+    assert not (claim_in_block or commit_in_block), "the claim and the commit are each one autocommit statement"
+    lines = ["-- RelayOps' claim, as lease_next issued it: a client's first run only (pgbench -D carried=0)",
+             r"\if :carried = 0",
+             _literal(claim_sql, claim_params, {}).strip() + r" \gset",
+             r"\set carried 1",
+             r"\endif",
+             "-- RelayOps' commit transaction behind a backlog, as commit_result_with_event issued it: the job's",
+             "-- commit and the next job's claim, whose row is the next run's job",
+             _literal(commit_sql, commit_params, marks).strip() + r" \gset"]
     script = "\n".join(" ".join(line.split()) if not line.startswith("--") else line for line in lines) + "\n"
     return script, {"claim": len(claim), "commit": len(commit)}
-
-
-def _transaction(statements: list[str], in_block: bool) -> list[str]:
-    """Statements as one transaction, the way the code ran them: in BEGIN/COMMIT, or one autocommit
-    statement (its own transaction, one round trip)."""
-    assert in_block or len(statements) == 1, "several autocommit statements are not one transaction"
-    return ["BEGIN;", *statements, "COMMIT;"] if in_block else statements
 
 
 def seed(jobs: int) -> None:
@@ -329,7 +333,7 @@ def run_pgbench(db: str, script: Path, clients: int, seconds: float) -> dict[str
     meter = CpuMeter(db, [], {connection.connection.info.backend_pid})
     meter.start()
     env = {**os.environ, "PGCONNECT_TIMEOUT": "10"}
-    out = subprocess.run([str(pgbench), "-n", "-M", "extended", "-f", str(script), "-c", str(clients),
+    out = subprocess.run([str(pgbench), "-n", "-M", "extended", "-D", "carried=0", "-f", str(script), "-c", str(clients),
                           "-j", str(clients), "-T", str(max(1, round(seconds))), database_url(db)],
                          capture_output=True, text=True, env=env)
     cpu = meter.stop()
@@ -555,7 +559,7 @@ def table(result: dict[str, Any]) -> list[tuple[str, str, str]]:
     by_clients = {r["clients"]: r for r in pg["runs"]}
     rows = []
     for r in pg["runs"]:
-        rows.append((f"pgbench, RelayOps' 2 transactions, {r['clients']} client(s)", f"{r['jobs_per_s']:,.0f} jobs/s",
+        rows.append((f"pgbench, RelayOps' job transaction, {r['clients']} client(s)", f"{r['jobs_per_s']:,.0f} jobs/s",
                      f"{r['jobs_per_s'] / limit:.2f} of limit"))
     def who(r: dict[str, Any]) -> str:
         nodes = r.get("nodes", 1)
@@ -653,7 +657,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="relayops-compare-") as tmp:
         workdir = Path(tmp)
-        print(f"1. pgbench, RelayOps' claim + commit transactions ({', '.join(map(str, args.clients))} clients, "
+        print(f"1. pgbench, RelayOps' commit-and-claim transaction per job ({', '.join(map(str, args.clients))} clients, "
               f"{args.seconds:g} s each)", flush=True)
         result["pgbench"] = pgbench_section(args.db, args.clients, args.seconds, workdir)
         load.append(os.getloadavg()[0])

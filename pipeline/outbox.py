@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
@@ -35,11 +36,15 @@ class CommitOutcome:
     result_id: int
     event_id: uuid.UUID
     deduped: bool
+    # With ``claim_next``: the claim's row (``sql.claim_job``'s shape; None when nothing was claimable)
+    # and the seconds the claim took of the call, so the commit's own time can be told apart.
+    claimed: dict[str, Any] | None = None
+    claim_seconds: float = 0.0
 
 
 def commit_result_with_event(
     lease: Lease, result: Any, *, topic: str = RESULT_TOPIC, clock: Clock = system_clock,
-    report: AttemptReport | None = None, announce: bool = True,
+    report: AttemptReport | None = None, announce: bool = True, claim_next: dict[str, Any] | None = None,
 ) -> CommitOutcome:
     """Write the result, its outbox event and the job's completion (its attempt closed with ``report``,
     what the extraction spent) in one transaction: on PostgreSQL one round trip, the server-side
@@ -50,6 +55,11 @@ def commit_result_with_event(
     ``deduped=True``; a different hash raises IdempotencyConflictError. Either error rolls back all.
     ``announce`` rings the outbox doorbell for parked relays; a caller that relays the event itself
     next (a drain running the outbox) passes False and wakes no one.
+
+    ``claim_next`` (a claim's parameters, ``queue.claim_params``): once the commit landed (committed or
+    deduped), claim the next job as well, its row in ``claimed``. On PostgreSQL it is the same call and
+    the same transaction (``relayops_commit_and_claim``); a refused commit claims nothing. SQLite claims
+    in a transaction of its own after the commit's.
     """
     if not isinstance(lease, Lease):
         raise InvalidInputError("lease", "must be a Lease returned by lease_next")
@@ -66,8 +76,20 @@ def commit_result_with_event(
          "idempotency_key": lease.idempotency_key, "operation_version": lease.operation_version}
     )
     if connection.vendor == "postgresql":
-        return _commit_in_one_call(lease, data, event_payload, topic, now, report, announce)
-    with transaction.atomic():  # SQLite: the same steps, statement by statement
+        return _commit_in_one_call(lease, data, event_payload, topic, now, report, announce, claim_next)
+    outcome = _commit_statement_by_statement(lease, data, event_payload, topic, now, report)
+    if claim_next is None:
+        return outcome
+    started = time.monotonic()
+    claimed = sql.claim_job(claim_next)
+    return replace(outcome, claimed=claimed[0] if claimed else None, claim_seconds=time.monotonic() - started)
+
+
+def _commit_statement_by_statement(
+    lease: Lease, data: str, event_payload: str, topic: str, now: dt.datetime, report: AttemptReport | None,
+) -> CommitOutcome:
+    """SQLite: the function's steps from Python, in one transaction."""
+    with transaction.atomic():
         complete(lease, now, report)
         inserted = sql.fetch(sql.INSERT_RESULT, {
             "job_id": lease.job_id, "tenant": lease.tenant, "key": lease.idempotency_key,
@@ -87,20 +109,23 @@ def commit_result_with_event(
 
 def _commit_in_one_call(
     lease: Lease, data: str, event_payload: str, topic: str, now: dt.datetime, report: AttemptReport | None,
-    announce: bool,
+    announce: bool, claim_next: dict[str, Any] | None,
 ) -> CommitOutcome:
     columns = report.columns() if report is not None else dict.fromkeys(REPORT_COLUMNS)
+    params = {
+        "job_id": lease.job_id, "fence": lease.fence, "from": sources_of(JobStatus.SUCCEEDED), "now": now,
+        "tenant": lease.tenant, "key": lease.idempotency_key, "payload_hash": lease.payload_hash, "data": data,
+        "topic": topic, "event_id": uuid.uuid4(), "event_payload": event_payload, "notify": announce,
+        "report": report is not None, **columns,
+    }
+    if claim_next is not None:
+        params.update(claim_now=claim_next["now"], claim_worker=claim_next["worker"],
+                      claim_lease_until=claim_next["lease_until"])
     # In autocommit the call is its own transaction; inside the caller's, a savepoint keeps a refused
     # commit from aborting the rest of it.
     try:
         with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
-            rows = sql.fetch(sql.COMMIT_RESULT, {
-                "job_id": lease.job_id, "fence": lease.fence, "from": sources_of(JobStatus.SUCCEEDED), "now": now,
-                "tenant": lease.tenant,
-                "key": lease.idempotency_key, "payload_hash": lease.payload_hash, "data": data, "topic": topic,
-                "event_id": uuid.uuid4(), "event_payload": event_payload, "notify": announce,
-                "report": report is not None, **columns,
-            })
+            rows = sql.fetch(sql.COMMIT_RESULT if claim_next is None else sql.COMMIT_RESULT_AND_CLAIM, params)
     except DatabaseError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == sql.RESULT_CONFLICT_SQLSTATE:
             raise IdempotencyConflictError(lease.idempotency_key, where="result") from None
@@ -108,7 +133,9 @@ def _commit_in_one_call(
     row = rows[0]
     if row["outcome"] == "stale":
         raise StaleLeaseError(lease.job_id, lease.fence)
-    return CommitOutcome(result_id=row["result_id"], event_id=row["event_id"], deduped=row["outcome"] == "deduped")
+    claimed = row if claim_next is not None and row["id"] is not None else None
+    return CommitOutcome(result_id=row["result_id"], event_id=row["event_id"], deduped=row["outcome"] == "deduped",
+                         claimed=claimed, claim_seconds=row.get("claim_seconds") or 0.0)
 
 
 def landed(lease: Lease, topic: str = RESULT_TOPIC) -> CommitOutcome | None:

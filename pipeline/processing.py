@@ -51,6 +51,29 @@ class WorkOutcome:
     fence: int | None = None
     queue_wait_seconds: float | None = None  # how long the job waited in line for this lease
     more_waiting: bool = True  # the claim saw another claimable job (False: none; idle: nothing either)
+    carried: Carried | None = None  # the next job, claimed with this one's commit (``claim_next``)
+
+
+@dataclass(frozen=True)
+class Carried:
+    """A job claimed by the commit of the one before it, waiting for the next unit of work, its lease
+    already kept by the process's heartbeat (``beat``, when the work beats)."""
+
+    lease: queue.Lease
+    beat: Heartbeat | None = None
+
+    def release(self) -> None:
+        """Give the job back unrun (the worker stops before running it): the attempt is not counted."""
+        self.forget()
+        try:
+            queue.release(self.lease)
+        except StaleLeaseError:
+            pass  # taken over or ended meanwhile: nothing of ours to give back
+
+    def forget(self) -> None:
+        """Stop keeping its lease (its job ran, or will not run here)."""
+        if self.beat is not None:
+            self.beat.__exit__(None, None, None)
 
 
 def process_once(
@@ -68,6 +91,8 @@ def process_once(
     announce: bool = True,
     commit_times: list[tuple[int, int, float]] | None = None,
     on_claim: Callable[[queue.Lease | None], None] | None = None,
+    carried: Carried | None = None,
+    claim_next: Callable[[], bool] | None = None,
 ) -> WorkOutcome:
     """Process at most one job. Extraction may run more than once for a job (at-least-once
     execution); the fenced commit makes its effect happen once. An attempt that would start past
@@ -82,35 +107,53 @@ def process_once(
     relays (the caller publishes the outbox itself next). With ``commit_times`` the commit's time is
     appended there for the caller to record with others (``queue.record_commit_times``) instead of
     written at once. ``on_claim`` is told the claim's answer (the lease, or None) as soon as it comes.
+
+    ``carried``: run this job, claimed with the last one's commit, instead of claiming. ``claim_next``:
+    when the job's claim saw another job waiting and ``claim_next()`` says yes as the commit starts (a
+    worker asked to stop says no), the commit claims the next job in the same call
+    (``WorkOutcome.carried``, for the next unit of work to run or release).
     """
-    lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
-    if on_claim is not None:
-        on_claim(lease)
-    if lease is None:
-        return WorkOutcome(Outcome.IDLE, more_waiting=False)
-    done = _process_lease(lease, extractor=extractor, validator=validator, crash=crash, clock=clock,
-                          lease_seconds=lease_seconds, heartbeat=heartbeat, policy=policy, budget=budget,
-                          prices=prices, announce=announce, commit_times=commit_times)
-    return dataclasses.replace(done, more_waiting=lease.more_waiting)
+    if carried is not None:
+        lease = carried.lease
+    else:
+        lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
+        if on_claim is not None:
+            on_claim(lease)
+        if lease is None:
+            return WorkOutcome(Outcome.IDLE, more_waiting=False)
+    try:
+        done = _process_lease(lease, extractor=extractor, validator=validator, crash=crash, clock=clock,
+                              lease_seconds=lease_seconds, heartbeat=heartbeat, policy=policy, budget=budget,
+                              prices=prices, announce=announce, commit_times=commit_times,
+                              beat=carried.beat if carried is not None else None,
+                              claim_next=claim_next if lease.more_waiting else None)
+    finally:
+        if carried is not None:
+            carried.forget()
+    return dataclasses.replace(done, more_waiting=lease.more_waiting or done.carried is not None)
 
 
 def _process_lease(
     lease: queue.Lease, *, extractor: Extractor, validator: Callable[[dict[str, Any]], dict[str, Any]],
     crash: CrashInjector, clock: Clock, lease_seconds: float | None, heartbeat: bool, policy: RetryPolicy,
     budget: Budget | None, prices: Prices | None, announce: bool, commit_times: list[tuple[int, int, float]] | None,
+    beat: Heartbeat | None = None, claim_next: Callable[[], bool] | None = None,
 ) -> WorkOutcome:
     crash("after_lease")
     # A first attempt has spent nothing yet (a released one recorded nothing): only retries are checked.
     if lease.attempt > 1 and (budget or Budget.from_settings()).exhausted(lease.job_id):
         return _fail(lease, BudgetExhaustedError(), clock, policy, None)
     seconds = queue.lease_seconds_or_default(lease_seconds)
-    beat = Heartbeat(lease, lease_seconds=seconds, clock=clock) if heartbeat else None
+    if beat is None and heartbeat:
+        beat = Heartbeat(lease, lease_seconds=seconds, clock=clock)
     meter = Meter(extractor, prices or Prices.from_settings())
     try:
         fields = _extract(lease, meter, validator, crash, beat)
         committing = time.monotonic()
-        outcome = _commit(lease, fields, clock, meter.report, announce)
-        commit_seconds = time.monotonic() - committing
+        claim = (queue.claim_params(lease.worker_id, lease_seconds=lease_seconds, clock=clock)
+                 if claim_next is not None and claim_next() else None)
+        outcome = _commit(lease, fields, clock, meter.report, announce, claim)
+        commit_seconds = max(time.monotonic() - committing - outcome.claim_seconds, 0.0)
     except (LeaseLostError, StaleLeaseError):
         log.warning("job.lease_lost", **job_fields(lease, Outcome.LEASE_LOST, inference_seconds=_inference(meter)))
         if meter.report is not None:  # the tokens were spent all the same: they count against the budget
@@ -128,7 +171,18 @@ def _process_lease(
         _record_commit_seconds(lease, commit_seconds)
     log.info("job.committed", **job_fields(lease, done, inference_seconds=_inference(meter),
                                             commit_seconds=commit_seconds))
-    return WorkOutcome(done, lease.job_id, lease.fence, lease.queue_wait_seconds)
+    return WorkOutcome(done, lease.job_id, lease.fence, lease.queue_wait_seconds,
+                       carried=_carry(outcome.claimed, seconds, clock, heartbeat))
+
+
+def _carry(row: dict[str, Any] | None, seconds: float, clock: Clock, heartbeat: bool) -> Carried | None:
+    """The job the commit claimed, its lease kept from now on when the work beats (the caller may run
+    other work, a relay pass, before it); None when it claimed none, or one past its deadline."""
+    lease = queue.take_claimed(row) if row is not None else None
+    if lease is None:
+        return None
+    beat = Heartbeat(lease, lease_seconds=seconds, clock=clock).__enter__() if heartbeat else None
+    return Carried(lease, beat)
 
 
 def _inference(meter: Meter) -> float | None:
@@ -157,10 +211,12 @@ def _extract(lease: queue.Lease, meter: Meter, validator: Callable[[dict[str, An
 
 
 def _commit(lease: queue.Lease, fields: dict[str, Any], clock: Clock, report: AttemptReport | None,
-            announce: bool) -> CommitOutcome:
+            announce: bool, claim: dict[str, Any] | None) -> CommitOutcome:
     try:
-        return commit_result_with_event(lease, fields, clock=clock, report=report, announce=announce)
+        return commit_result_with_event(lease, fields, clock=clock, report=report, announce=announce,
+                                        claim_next=claim)
     except CONNECTION_ERRORS as exc:  # it may have landed (the connection died during COMMIT) or not
+        # A claim made with it that landed unseen expires as a lease expiry; the retry claims nothing.
         log.warning("job.commit_outcome_unknown", job_id=lease.job_id, fence=lease.fence,
                     error_type=type(exc).__name__)
         reconnect.drop_connection()

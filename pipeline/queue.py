@@ -172,25 +172,39 @@ def lease_next(worker_id: str, *, lease_seconds: float | None = None, clock: Clo
     """Lease the oldest claimable job (``Job.objects.claimable``), or return None.
 
     One call (``sql.claim_job``: the server-side function ``relayops_claim`` on PostgreSQL) with FOR
-    UPDATE SKIP LOCKED: concurrent workers never hold the same job, and the fence grows on every lease. A job found past its deadline is cancelled instead, and the next one
-    is tried. The attempt row of the new lease is written with it.
+    UPDATE SKIP LOCKED: concurrent workers never hold the same job, and the fence grows on every lease.
+    A job found past its deadline is cancelled instead, and the next one is tried. The attempt row of
+    the new lease is written with it. A worker committing a job can claim the next in the same call
+    (``claim_params``, ``take_claimed``: ``outbox.commit_result_with_event``'s ``claim_next``).
     """
-    check_text("worker_id", worker_id, max_length=200)
-    seconds = lease_seconds_or_default(lease_seconds)
     while True:
-        now = clock.now()
-        lease_until = now + dt.timedelta(seconds=seconds)
-        rows = sql.claim_job({"now": sql.ts(now), "worker": worker_id, "lease_until": sql.ts(lease_until)})
+        rows = sql.claim_job(claim_params(worker_id, lease_seconds=lease_seconds, clock=clock))
         if not rows:
             return None
-        if rows[0]["status"] == JobStatus.CANCELLED:
-            row = rows[0]
-            log.info("job.cancelled", tenant=row["tenant"], job_id=row["id"], idempotency_key=row["idempotency_key"],
-                     fence=row["fence"], attempt=row["attempt"], outcome="cancelled", code=ErrorCode.DEADLINE_EXCEEDED)
-            continue  # cancelled past its deadline; recorded on the job row, try the next one
-        lease = Lease.from_row(rows[0])
-        log.info("job.leased", **job_fields(lease, "leased", worker=worker_id))
-        return lease
+        lease = take_claimed(rows[0])
+        if lease is not None:
+            return lease
+        # cancelled past its deadline (recorded on the job row): try the next one
+
+
+def claim_params(worker_id: str, *, lease_seconds: float | None = None, clock: Clock = system_clock) -> dict[str, Any]:
+    """A claim's parameters for ``worker_id``, now: ``now``, ``worker`` and ``lease_until``."""
+    check_text("worker_id", worker_id, max_length=200)
+    seconds = lease_seconds_or_default(lease_seconds)
+    now = clock.now()
+    return {"now": sql.ts(now), "worker": worker_id, "lease_until": sql.ts(now + dt.timedelta(seconds=seconds))}
+
+
+def take_claimed(row: Mapping[str, Any]) -> Lease | None:
+    """The lease a claim's row gives (logged as leased), or None for a job the claim found past its
+    deadline and cancelled (logged as cancelled)."""
+    if row["status"] == JobStatus.CANCELLED:
+        log.info("job.cancelled", tenant=row["tenant"], job_id=row["id"], idempotency_key=row["idempotency_key"],
+                 fence=row["fence"], attempt=row["attempt"], outcome="cancelled", code=ErrorCode.DEADLINE_EXCEEDED)
+        return None
+    lease = Lease.from_row(row)
+    log.info("job.leased", **job_fields(lease, "leased", worker=lease.worker_id))
+    return lease
 
 
 def _check_lease(lease: object) -> Lease:

@@ -220,6 +220,18 @@ SELECT outcome, result_id, event_id FROM relayops_commit_result(
 """
 RESULT_CONFLICT_SQLSTATE = "RX409"
 
+# The commit of one job and the claim of the next in one call and one transaction (migration 0019's
+# relayops_commit_and_claim: relayops_commit_result, then relayops_claim unless the commit was stale). Its
+# row: the commit's columns, ``claim_seconds`` (the claim's server time) and the claim's columns (null
+# when nothing was claimable).
+COMMIT_RESULT_AND_CLAIM = """
+SELECT * FROM relayops_commit_and_claim(
+    %(job_id)s, %(fence)s, %(from)s, %(now)s, %(tenant)s, %(key)s, %(payload_hash)s, %(data)s, %(topic)s, %(event_id)s,
+    %(event_payload)s, %(notify)s, %(report)s, %(extractor)s, %(model_name)s, %(prompt_hash)s,
+    %(input_tokens)s, %(output_tokens)s, %(inference_seconds)s, %(cost)s,
+    %(claim_now)s, %(claim_worker)s, %(claim_lease_until)s)
+"""
+
 # Many commits' times onto their attempt rows in one statement (parallel arrays: job, fence, seconds).
 RECORD_COMMIT_TIMES = """
 UPDATE pipeline_attempt SET commit_seconds = t.seconds

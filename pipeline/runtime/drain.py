@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import functools
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -31,7 +32,7 @@ from pipeline.events import Publisher
 from pipeline.extraction.document import Extractor
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.models import MAX_PUBLISH_ATTEMPTS, Job, OutboxEvent
-from pipeline.processing import Outcome, WorkOutcome, process_once
+from pipeline.processing import Carried, Outcome, WorkOutcome, process_once
 from pipeline.reconnect import CONNECTION_ERRORS, drop_connection
 from pipeline.runtime import liveness, wakeups
 from pipeline.runtime.wake_turn import WakeTurn, nothing_left_for, transaction_ids
@@ -134,9 +135,14 @@ class Drain:
         self._times_recorded_at = monotonic()
         # A drain that relays publishes its own commits at its next step: their doorbell would only wake
         # the other parked drains to race it for the event.
-        self.work: Work = work or functools.partial(
+        # The built-in unit of work claims the next job with a commit when its claim saw more waiting (one
+        # call and one transaction per job behind a backlog); the job it carries is the next step's.
+        self._job_work: Callable[..., WorkOutcome] | None = None if work else functools.partial(
             process_once, extractor=extractor, crash=crash, clock=clock, heartbeat=True, announce=not outbox,
             commit_times=self.commit_times if outbox else None, on_claim=self._claimed)
+        self.work: Work = work or self._job_work
+        self._carried: Carried | None = None
+        self._end = math.inf  # when the budget ends: a drain past it claims nothing with a commit
         # The host's turn to claim for drains the jobs doorbell woke (pipeline.runtime.wake_turn): opened
         # with the listener unless given.
         self._turn = wake_turn
@@ -154,7 +160,7 @@ class Drain:
 
     def run(self) -> DrainReport:
         report = DrainReport()
-        end = self.monotonic() + self.max_seconds
+        end = self._end = self.monotonic() + self.max_seconds
         listener = None
         own_turn = False
         self.stop.in_drain = True
@@ -171,6 +177,9 @@ class Drain:
             report.released = release_held(self.worker_id)
         finally:
             self.stop.in_drain = False
+            # A job still carried: given back on a stop, already released on an interrupted one; after a
+            # database error its release is tried on a fresh connection (else its lease expires).
+            self._drop_carried(release=report.ended is not DrainEnding.INTERRUPTED)
             if listener is not None:
                 listener.close()
             if own_turn and self._turn is not None:
@@ -182,13 +191,28 @@ class Drain:
 
     def _loop(self, report: DrainReport, listener: wakeups.Listener | None, end: float) -> DrainEnding:
         while not self.stop.requested.is_set():
-            if self.monotonic() >= end:
+            if self.monotonic() >= end and self._carried is None:  # a carried job is run first
                 self._relay_owed(report)
                 return DrainEnding.BUDGET
             if not self._step(report):
                 self._park(listener, end, report)
+        self._drop_carried(release=True)  # stopping: the job it carries goes back to the line, uncounted
         self._relay_owed(report)
         return DrainEnding.STOPPED
+
+    def _drop_carried(self, *, release: bool) -> None:
+        carried, self._carried = self._carried, None
+        if carried is None:
+            return
+        if not release:
+            carried.forget()
+            return
+        try:
+            carried.release()
+        except DatabaseError as exc:  # its lease expires instead
+            log.warning("drain.carried_not_released", worker=self.worker_id, job_id=carried.lease.job_id,
+                        error_type=type(exc).__name__)
+            drop_connection()
 
     def _step(self, report: DrainReport) -> bool:
         """Run at most one job, then publish what is pending. True if there may be more to do at once.
@@ -236,21 +260,37 @@ class Drain:
 
     def _work(self) -> WorkOutcome | None:
         """The unit of work; woken by the jobs doorbell, in the host's turn: None (no claim) when the
-        last claim in turn saw every transaction that rang and no other job waiting."""
+        last claim in turn saw every transaction that rang and no other job waiting. A job carried
+        from the last commit is run without a claim."""
         turn = self._turn
-        if turn is None or not turn.available or not self._woken or wakeups.JOBS not in self._woken:
-            return self.work(self.worker_id)
+        if (self._carried is not None or turn is None or not turn.available or not self._woken
+                or wakeups.JOBS not in self._woken):
+            return self._unit()
         try:
             if nothing_left_for(turn.take(), self._woke_by):
                 return None
             self._in_turn = True
-            done = self.work(self.worker_id)
+            done = self._unit()
             if self._in_turn:  # a unit of work that did not tell at its claim (_claimed): nothing is known
                 turn.give_back(claimed=True)
             return done
         finally:
             self._in_turn = False
             turn.give_back()
+
+    def _unit(self) -> WorkOutcome:
+        """One unit of work: the built-in one runs the carried job (or claims) and, unless the drain is
+        stopping or past its budget, claims the next job with its commit."""
+        if self._job_work is None:
+            return self.work(self.worker_id)
+        carried, self._carried = self._carried, None
+        done = self._job_work(self.worker_id, carried=carried, claim_next=self._may_claim_next)
+        self._carried = done.carried
+        return done
+
+    def _may_claim_next(self) -> bool:
+        """Asked as a commit starts: a drain stopping or past its budget claims nothing with it."""
+        return not self.stop.requested.is_set() and self.monotonic() < self._end
 
     def _claimed(self, lease: queue.Lease | None) -> None:
         """The claim answered: give the turn back at once, with what the claim saw (an idle claim

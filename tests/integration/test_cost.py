@@ -4,7 +4,9 @@ Pinned figures (PostgreSQL, autocommit as in production):
   enqueue                    1 statement, 1 transaction (insert + NOTIFY); a key that exists: +1 lookup
   lease_next                 1 statement, 1 transaction (the claim, closing and opening attempts)
   commit_result_with_event   1 statement, 1 transaction (the function relayops_commit_result: complete,
-                             close attempt, result, event, NOTIFY)
+                             close attempt, result, event, NOTIFY); with claim_next, still 1 and 1
+                             (relayops_commit_and_claim), so a drain behind a backlog runs a job per
+                             call (tests/integration/test_commit_and_claim.py)
   publish_pending (n events) 2 statements: one claim with the review consumer's batch, one mark (+1 for
                              the webhook publisher's read of the batch's endpoints, when the claim says
                              a tenant of the batch has an active one)

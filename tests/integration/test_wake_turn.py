@@ -3,11 +3,15 @@ real listeners, real NOTIFYs, two drains sharing one turn file."""
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from pipeline import queue
+from pipeline.extraction.rules import invoice_extractor
 from pipeline.models import Job
 from pipeline.runtime import wakeups
 from pipeline.runtime.drain import Drain, DrainReport
@@ -57,15 +61,24 @@ def test_of_two_drains_one_doorbell_woke_only_one_claims(woken):
 
 
 def test_a_burst_is_shared_the_second_drain_claims_what_the_first_claim_saw_waiting(woken):
+    """While the first drain runs the job it claimed, the second claims the one that claim saw waiting (so
+    the first's commit finds nothing more to claim with it)."""
     wake, report = woken
     jobs = [queue.enqueue("acme", f"burst-{n}", 1, invoice(n))[0] for n in range(2)]
     first, second = wake()
+    second_claims: list[int] = []
+
+    def first_job(document: Any, checkpoint: Any) -> dict[str, Any]:  # the second drain's step, meanwhile
+        with CaptureQueriesContext(connection) as queries:
+            second._step(report)
+        second_claims.append(_claims(queries))
+        return invoice_extractor(document, checkpoint)
+
+    first._job_work = functools.partial(first._job_work, extractor=first_job)
     with CaptureQueriesContext(connection) as queries:
         first._step(report)
-    assert _claims(queries) == 1
-    with CaptureQueriesContext(connection) as queries:
-        second._step(report)
-    assert _claims(queries) == 1  # the first claim saw another job waiting: this drain takes it
+    assert second_claims == [1]  # the first claim saw another job waiting: the second drain takes it
+    assert _claims(queries) == 2  # the first's own and, during its job on the same connection, the second's
     assert dict(Job.objects.filter(pk__in=[j.pk for j in jobs]).values_list("document_id", "lease_owner")) == {
         "burst-0": "node:0", "burst-1": "node:1"}
 
