@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipeline.errors import PermanentError, ValidationFailed
-from pipeline.extraction import synthetic
+from pipeline.extraction import rules, synthetic
 from pipeline.extraction.document import Document
 from pipeline.extraction.rules import invoice_extractor, read_invoice
 from pipeline.extraction.validation import validate_invoice
@@ -119,3 +121,14 @@ def test_a_payload_without_text_is_malformed(payload):
     with pytest.raises(PermanentError) as failure:
         invoice_extractor(Document("acme", "d", payload, 1), lambda: None)
     assert failure.value.code == ErrorCode.DOCUMENT_MALFORMED
+
+
+@given(st.one_of(
+    st.dates().map(lambda d: d.isoformat()),  # the usual spelling
+    st.dates().flatmap(lambda d: st.sampled_from([d.strftime(f) for f in rules.DATE_FORMATS])),
+    st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z"),  # ISO-shaped, not always a date (2026-02-30)
+    st.text(alphabet="0123456789-. ,JanuryFebMchApilJgSptOoNvD", max_size=20),
+))
+def test_an_iso_date_is_kept_at_once_and_reads_as_trying_every_spelling_reads_it(text):
+    """The ISO fast path changes nothing: each text reads as trying every written-out spelling reads it."""
+    assert rules._date(text) == rules._written_date(text)
