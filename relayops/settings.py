@@ -331,7 +331,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {
         "structured": {
-            "()": "structlog.stdlib.ProcessorFormatter",
+            "()": "relayops.logging.Formatter",
             "processor": "ext://relayops.logging.renderer",
             "foreign_pre_chain": "ext://relayops.logging.pre_chain",
         },
