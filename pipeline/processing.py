@@ -114,13 +114,13 @@ def process_once(
     (``WorkOutcome.carried``, for the next unit of work to run or release).
     """
     if carried is not None:
-        lease = carried.lease
+        lease: queue.Lease | None = carried.lease
     else:
         lease = queue.lease_next(worker_id, lease_seconds=lease_seconds, clock=clock)
-        if on_claim is not None:
-            on_claim(lease)
-        if lease is None:
-            return WorkOutcome(Outcome.IDLE, more_waiting=False)
+    if carried is None and on_claim is not None:
+        on_claim(lease)
+    if lease is None:
+        return WorkOutcome(Outcome.IDLE, more_waiting=False)
     try:
         done = _process_lease(lease, extractor=extractor, validator=validator, crash=crash, clock=clock,
                               lease_seconds=lease_seconds, heartbeat=heartbeat, policy=policy, budget=budget,

@@ -137,10 +137,12 @@ class Drain:
         # the other parked drains to race it for the event.
         # The built-in unit of work claims the next job with a commit when its claim saw more waiting (one
         # call and one transaction per job behind a backlog); the job it carries is the next step's.
-        self._job_work: Callable[..., WorkOutcome] | None = None if work else functools.partial(
-            process_once, extractor=extractor, crash=crash, clock=clock, heartbeat=True, announce=not outbox,
-            commit_times=self.commit_times if outbox else None, on_claim=self._claimed)
-        self.work: Work = work or self._job_work
+        self._job_work: Callable[..., WorkOutcome] | None = None
+        if work is None:
+            work = self._job_work = functools.partial(
+                process_once, extractor=extractor, crash=crash, clock=clock, heartbeat=True, announce=not outbox,
+                commit_times=self.commit_times if outbox else None, on_claim=self._claimed)
+        self.work: Work = work
         self._carried: Carried | None = None
         self._end = math.inf  # when the budget ends: a drain past it claims nothing with a commit
         # The host's turn to claim for drains the jobs doorbell woke (pipeline.runtime.wake_turn): opened

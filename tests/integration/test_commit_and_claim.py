@@ -31,6 +31,10 @@ def enqueue(n: int, clock) -> list[Job]:
     return [queue.enqueue("acme", f"inv-{i}", 1, invoice(i), clock=clock)[0] for i in range(n)]
 
 
+def next_claim(clock) -> dict:
+    return queue.claim_params("w1", clock=clock)
+
+
 def untouched(job: Job) -> bool:
     """Still queued as enqueued: never leased, no attempt row."""
     job.refresh_from_db()
@@ -41,8 +45,9 @@ def test_a_commit_claims_the_next_job_in_its_own_call_and_transaction(clock):
     first, second = enqueue(2, clock)
     lease = queue.lease_next("w1", clock=clock)
     with CaptureQueriesContext(connection) as queries:
-        outcome = commit_result_with_event(lease, FIELDS, clock=clock, claim_next=queue.claim_params("w1", clock=clock))
-    assert [q["sql"].split("(")[0].split()[-1] for q in queries] == ["relayops_commit_and_claim"]  # autocommit: one transaction
+        outcome = commit_result_with_event(lease, FIELDS, clock=clock, claim_next=next_claim(clock))
+    called = [q["sql"].split("(")[0].split()[-1] for q in queries]
+    assert called == ["relayops_commit_and_claim"]  # one statement, in autocommit: one transaction
     assert not outcome.deduped and outcome.claim_seconds > 0
     nxt = queue.take_claimed(outcome.claimed)
     assert (nxt.job_id, nxt.fence, nxt.attempt, nxt.worker_id, nxt.more_waiting) == (second.pk, 1, 1, "w1", False)
@@ -56,7 +61,7 @@ def test_a_commit_claims_the_next_job_in_its_own_call_and_transaction(clock):
 def test_nothing_claimable_is_a_commit_alone(clock):
     enqueue(1, clock)
     outcome = commit_result_with_event(queue.lease_next("w1", clock=clock), FIELDS, clock=clock,
-                                       claim_next=queue.claim_params("w1", clock=clock))
+                                       claim_next=next_claim(clock))
     assert outcome.claimed is None and Job.objects.get().status == "succeeded"
 
 
@@ -65,7 +70,7 @@ def test_a_stale_commit_claims_nothing(clock):
     lease = queue.lease_next("w1", clock=clock)
     Job.objects.filter(pk=first.pk).update(fence=F("fence") + 1)  # taken over meanwhile
     with pytest.raises(StaleLeaseError):
-        commit_result_with_event(lease, FIELDS, clock=clock, claim_next=queue.claim_params("w1", clock=clock))
+        commit_result_with_event(lease, FIELDS, clock=clock, claim_next=next_claim(clock))
     assert untouched(second) and not Result.objects.exists()
 
 
@@ -76,7 +81,7 @@ def test_a_conflicting_result_rolls_the_claim_back_with_the_commit(clock):
     Result.objects.create(job=third, tenant="acme", idempotency_key=lease.idempotency_key, payload_hash="other",
                           data={}, fence=1, created_at=clock.now())
     with pytest.raises(IdempotencyConflictError):
-        commit_result_with_event(lease, FIELDS, clock=clock, claim_next=queue.claim_params("w1", clock=clock))
+        commit_result_with_event(lease, FIELDS, clock=clock, claim_next=next_claim(clock))
     first.refresh_from_db()
     assert first.status == "leased" and untouched(second)
 
@@ -87,7 +92,7 @@ def test_a_deduped_commit_claims_the_next_job(clock):
     Job.objects.filter(pk=third.pk).update(status="succeeded", finished_at=clock.now())
     Result.objects.create(job=third, tenant="acme", idempotency_key=lease.idempotency_key,
                           payload_hash=lease.payload_hash, data=FIELDS, fence=1, created_at=clock.now())
-    outcome = commit_result_with_event(lease, FIELDS, clock=clock, claim_next=queue.claim_params("w1", clock=clock))
+    outcome = commit_result_with_event(lease, FIELDS, clock=clock, claim_next=next_claim(clock))
     assert outcome.deduped and outcome.claimed["id"] == second.pk
 
 
