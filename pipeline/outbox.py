@@ -81,7 +81,10 @@ def commit_result_with_event(
     if claim_next is None:
         return outcome
     started = time.monotonic()
-    claimed = sql.claim_job(claim_next)
+    try:
+        claimed = sql.claim_job(claim_next)
+    except DatabaseError:  # the commit stands; the claim's own transaction rolled back: the next step claims
+        return outcome
     return replace(outcome, claimed=claimed[0] if claimed else None, claim_seconds=time.monotonic() - started)
 
 

@@ -27,6 +27,7 @@ from pipeline.extraction.validation import validate_invoice
 from pipeline.joblog import job_fields
 from pipeline.outbox import CommitOutcome, commit_result_with_event, landed
 from pipeline.reconnect import CONNECTION_ERRORS
+from pipeline.reasons import ErrorCode
 from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter, RetryPolicy
 from pipeline.runtime.heartbeat import Heartbeat
 from relayops.logging import get_logger
@@ -62,11 +63,12 @@ class Carried:
     lease: queue.Lease
     beat: Heartbeat | None = None
 
-    def release(self) -> None:
-        """Give the job back unrun (the worker stops before running it): the attempt is not counted."""
+    def release(self, code: ErrorCode = ErrorCode.SHUTDOWN) -> None:
+        """Give the job back unrun (the worker stops, or its drain failed, before running it): the
+        attempt is not counted, its row closed with ``code``."""
         self.forget()
         try:
-            queue.release(self.lease)
+            queue.release(self.lease, code=code)
         except StaleLeaseError:
             pass  # taken over or ended meanwhile: nothing of ours to give back
 
@@ -203,6 +205,7 @@ def _extract(lease: queue.Lease, meter: Meter, validator: Callable[[dict[str, An
     """The job's own work, under its heartbeat: whatever this raises is the job's."""
     with beat or contextlib.nullcontext():
         checkpoint = beat.check if beat else (lambda: None)
+        checkpoint()  # a carried job's lease may have been lost while it waited: no work for nothing
         document = Document(lease.tenant, lease.document_id, lease.payload, lease.attempt, lease.deadline_at)
         fields = validator(meter.run(document, checkpoint))
         crash("after_extract")
@@ -216,18 +219,34 @@ def _commit(lease: queue.Lease, fields: dict[str, Any], clock: Clock, report: At
         return commit_result_with_event(lease, fields, clock=clock, report=report, announce=announce,
                                         claim_next=claim)
     except CONNECTION_ERRORS as exc:  # it may have landed (the connection died during COMMIT) or not
-        # A claim made with it that landed unseen expires as a lease expiry; the retry claims nothing.
         log.warning("job.commit_outcome_unknown", job_id=lease.job_id, fence=lease.fence,
                     error_type=type(exc).__name__)
         reconnect.drop_connection()
         try:
-            return reconnect.retrying(
+            settled = reconnect.retrying(
                 lambda: landed(lease) or commit_result_with_event(lease, fields, clock=clock, report=report,
                                                                   announce=announce),
                 what="commit",
             )
         except CONNECTION_ERRORS as fault:
             raise CommitUnsettled(fault) from fault
+        if claim is not None:
+            _release_unseen_claim(lease)
+        return settled
+
+
+def _release_unseen_claim(lease: queue.Lease) -> None:
+    """The next job claimed with a commit whose answer the fault hid, if that landed: given back at once,
+    uncounted (best effort: should the database stay away, its lease expires instead)."""
+    try:
+        released = reconnect.retrying(
+            lambda: queue.release_held(lease.worker_id, code=ErrorCode.DATABASE_ERROR, keep=lease.job_id),
+            what="release")
+    except CONNECTION_ERRORS as exc:
+        log.warning("job.claim_not_released", worker=lease.worker_id, error_type=type(exc).__name__)
+        return
+    if released:
+        log.warning("job.claim_released_after_fault", worker=lease.worker_id, jobs=released)
 
 
 def _fail(

@@ -449,6 +449,21 @@ def leases_held_by(worker_id: str) -> list[Lease]:
     return [Lease.from_row(row) for row in rows]
 
 
+def release_held(worker_id: str, *, code: ErrorCode, keep: int | None = None) -> list[int]:
+    """Give back, uncounted (``release``), every lease ``worker_id`` holds but the one of job ``keep``;
+    returns the jobs released (a lease lost meanwhile is skipped)."""
+    released = []
+    for lease in leases_held_by(worker_id):
+        if lease.job_id == keep:
+            continue
+        try:
+            release(lease, code=code)
+        except StaleLeaseError:
+            continue
+        released.append(lease.job_id)
+    return released
+
+
 @dataclass(frozen=True)
 class ExpiryReport:
     dead_lettered: int

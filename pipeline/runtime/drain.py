@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, Error, connection
 from django.db.models import QuerySet
 
 from pipeline import queue, relay, sql
@@ -33,6 +33,7 @@ from pipeline.extraction.document import Extractor
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.models import MAX_PUBLISH_ATTEMPTS, Job, OutboxEvent
 from pipeline.processing import Carried, Outcome, WorkOutcome, process_once
+from pipeline.reasons import ErrorCode
 from pipeline.reconnect import CONNECTION_ERRORS, drop_connection
 from pipeline.runtime import liveness, wakeups
 from pipeline.runtime.wake_turn import WakeTurn, nothing_left_for, transaction_ids
@@ -179,9 +180,12 @@ class Drain:
             report.released = release_held(self.worker_id)
         finally:
             self.stop.in_drain = False
-            # A job still carried: given back on a stop, already released on an interrupted one; after a
-            # database error its release is tried on a fresh connection (else its lease expires).
-            self._drop_carried(release=report.ended is not DrainEnding.INTERRUPTED)
+            # A job still carried: already released on an interrupted stop; after a database error (no
+            # ending: the drain failed) its release is tried on a fresh connection, else its lease expires.
+            if report.ended is None and self._carried is not None:
+                drop_connection()  # the failed one may be broken: the release takes a fresh one
+                self._drop_carried(release=True, code=ErrorCode.DATABASE_ERROR)
+            self._drop_carried(release=False)
             if listener is not None:
                 listener.close()
             if own_turn and self._turn is not None:
@@ -198,11 +202,13 @@ class Drain:
                 return DrainEnding.BUDGET
             if not self._step(report):
                 self._park(listener, end, report)
-        self._drop_carried(release=True)  # stopping: the job it carries goes back to the line, uncounted
+        self._drop_carried(release=True, code=ErrorCode.SHUTDOWN)  # back to the line, uncounted
         self._relay_owed(report)
         return DrainEnding.STOPPED
 
-    def _drop_carried(self, *, release: bool) -> None:
+    def _drop_carried(self, *, release: bool, code: ErrorCode = ErrorCode.SHUTDOWN) -> None:
+        """Let go of the job carried from the last commit: given back uncounted with ``code``, or (already
+        released) only no longer kept by the heartbeat."""
         carried, self._carried = self._carried, None
         if carried is None:
             return
@@ -210,8 +216,8 @@ class Drain:
             carried.forget()
             return
         try:
-            carried.release()
-        except DatabaseError as exc:  # its lease expires instead
+            carried.release(code)
+        except Error as exc:  # its lease expires instead
             log.warning("drain.carried_not_released", worker=self.worker_id, job_id=carried.lease.job_id,
                         error_type=type(exc).__name__)
             drop_connection()

@@ -57,8 +57,9 @@ class Heartbeat:
         self._wait = self.interval
 
     def __enter__(self) -> Heartbeat:
-        self._beater = _process_beater()
-        self._beater.register(self)
+        if self._beater is None:  # entered again while registered (a carried job's): its schedule stands
+            self._beater = _process_beater()
+            self._beater.register(self)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -31,7 +31,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from pipeline import queue
-from pipeline.errors import StaleLeaseError
 from pipeline.maintenance.sweeper import run_if_due
 from pipeline.reasons import ErrorCode
 from pipeline.reconnect import drop_connection
@@ -88,13 +87,7 @@ def run_worker(
 def release_after_fault() -> int:
     """Give back, without counting an attempt, the leases this worker still holds: a drain that failed
     on the database left them (no job of this process runs between two drains). Returns how many."""
-    released = 0
-    for lease in queue.leases_held_by(liveness.worker_id()):
-        try:
-            queue.release(lease, code=ErrorCode.DATABASE_ERROR)
-        except StaleLeaseError:
-            continue
-        released += 1
+    released = len(queue.release_held(liveness.worker_id(), code=ErrorCode.DATABASE_ERROR))
     if released:
         log.warning("worker.leases_released_after_fault", jobs=released)
     return released

@@ -21,7 +21,8 @@ from types import FrameType
 from django.db import connection
 
 from pipeline import queue
-from pipeline.errors import ShutdownInterrupt, StaleLeaseError
+from pipeline.errors import ShutdownInterrupt
+from pipeline.reasons import ErrorCode
 from relayops.logging import get_logger
 
 log = get_logger(__name__)
@@ -143,12 +144,7 @@ def release_held(worker_id: str) -> int:
 
     def run() -> None:
         try:
-            for lease in queue.leases_held_by(worker_id):
-                try:
-                    queue.release(lease)
-                except StaleLeaseError:
-                    continue
-                released.append(lease.job_id)
+            released.extend(queue.release_held(worker_id, code=ErrorCode.SHUTDOWN))
         except Exception as exc:  # the database is gone too: the leases will expire instead
             log.error("worker.release_failed", worker=worker_id, error_type=type(exc).__name__)
         finally:

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import Error, connection
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
@@ -182,3 +182,42 @@ def test_the_heartbeat_keeps_a_carried_job_s_lease_until_it_runs():
     second.refresh_from_db()
     assert (second.status, second.attempt) == ("queued", 0)
     assert Job.objects.get(pk=second.pk).lease_until is None
+
+
+class DroppingPublisher:
+    """A publisher during whose delivery the database drops the drain's connection."""
+
+    def publish(self, event: Any) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+
+def test_a_drain_that_fails_on_the_database_gives_back_the_job_it_carries_uncounted(clock):
+    """The relay pass after a commit that claimed the next job fails on a dropped connection: the drain
+    ends (its host starts another) and the job it carried goes back to the line at once, uncounted."""
+    first, second, third = enqueue(3, clock)
+    drain = Drain("node:1", max_seconds=5, poll_seconds=60, stop=StopState(), clock=clock,
+                  publisher=DroppingPublisher())
+    with pytest.raises(Error):
+        drain.run()
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == "succeeded"
+    assert (second.status, second.attempt, second.fence) == ("queued", 0, 1)
+    assert Attempt.objects.get(job=second).error_code == "database_error"
+    assert untouched(third)
+
+
+def test_a_carried_job_whose_lease_was_lost_while_it_waited_is_not_worked_on():
+    first, second = enqueue(2, system_clock)
+    done = process_once("w1", heartbeat=True, claim_next=lambda: True)
+    Job.objects.filter(pk=second.pk).update(fence=F("fence") + 1, lease_owner="thief:1")  # taken over meanwhile
+    done.carried.beat._lost = True  # what the heartbeat's next beat finds (tests/integration/test_drain.py steals too)
+    ran: list[int] = []
+
+    def extractor(document: Any, checkpoint: Any) -> dict[str, Any]:
+        ran.append(document.attempt)
+        return invoice_extractor(document, checkpoint)
+
+    again = process_once("w1", heartbeat=True, carried=done.carried, extractor=extractor)
+    assert again.outcome == "lease_lost" and ran == []

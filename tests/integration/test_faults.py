@@ -82,6 +82,21 @@ def test_a_commit_cut_after_it_landed_is_recognised_and_never_repeated(children,
     assert one_of_each(KEY) == (1, 1, 1)
 
 
+def test_a_commit_cut_after_it_landed_with_the_next_job_s_claim_gives_that_job_back_uncounted(children, proxy):
+    """The connection dies after a commit that also claimed the next job: the commit is recognised, and
+    the claim the worker never saw is given back at once, uncounted, instead of expiring."""
+    first, second = enqueue_jobs(2, FrozenClock(T0))
+    proxy.cut_after_commit(b"relayops_commit_and_claim")
+    said = children("work", port=proxy.port, worker="w1", now=T0.isoformat(), lease_seconds=30,
+                    claim_next=True).finish()[-1]
+    assert proxy.cuts == 1
+    assert (said["outcome"], said["job_id"], said["carried"]) == ("committed", first, None)
+    assert attempt_codes(first) == [(1, 1, "")]
+    job = Job.objects.get(pk=second)
+    assert (job.status, job.attempt, job.fence, job.lease_expiries) == ("queued", 0, 1, 0)
+    assert attempt_codes(second) == [(1, 1, "database_error")]  # its lease on record, closed: not its fault
+
+
 # -- 2. the heartbeat survives a dropped connection; a job never runs twice at once -----------------
 
 def test_the_heartbeat_reconnects_after_its_connection_is_killed_and_nobody_else_takes_the_job():
