@@ -26,8 +26,8 @@ from pipeline.extraction.rules import invoice_extractor
 from pipeline.extraction.validation import validate_invoice
 from pipeline.joblog import job_fields
 from pipeline.outbox import CommitOutcome, commit_result_with_event, landed
-from pipeline.reconnect import CONNECTION_ERRORS
 from pipeline.reasons import ErrorCode
+from pipeline.reconnect import CONNECTION_ERRORS
 from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter, RetryPolicy
 from pipeline.runtime.heartbeat import Heartbeat
 from relayops.logging import get_logger

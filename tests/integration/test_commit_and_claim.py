@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from pipeline import queue
 from pipeline.clock import system_clock
-from pipeline.errors import IdempotencyConflictError, StaleLeaseError
+from pipeline.errors import IdempotencyConflictError, LeaseLostError, StaleLeaseError
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.models import Attempt, Job, Result, Review
 from pipeline.outbox import commit_result_with_event
@@ -210,9 +210,16 @@ def test_a_drain_that_fails_on_the_database_gives_back_the_job_it_carries_uncoun
 
 def test_a_carried_job_whose_lease_was_lost_while_it_waited_is_not_worked_on():
     first, second = enqueue(2, system_clock)
-    done = process_once("w1", heartbeat=True, claim_next=lambda: True)
+    done = process_once("w1", heartbeat=True, lease_seconds=0.6, claim_next=lambda: True)
     Job.objects.filter(pk=second.pk).update(fence=F("fence") + 1, lease_owner="thief:1")  # taken over meanwhile
-    done.carried.beat._lost = True  # what the heartbeat's next beat finds (tests/integration/test_drain.py steals too)
+    deadline = time.monotonic() + 10
+    while True:  # until the heartbeat's next beat finds the lease taken
+        try:
+            done.carried.beat.check()
+        except LeaseLostError:
+            break
+        assert time.monotonic() < deadline, "the heartbeat never noticed the lost lease"
+        time.sleep(0.02)
     ran: list[int] = []
 
     def extractor(document: Any, checkpoint: Any) -> dict[str, Any]:
