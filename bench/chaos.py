@@ -5,7 +5,9 @@ Usage: ./run bench chaos [--nodes 3] [--workers 2] [--jobs 2000] [--seconds 300]
 Creates a fresh database on the DATABASE_URL server and starts ``--nodes`` nodes (``manage.py
 qcluster``) that reach it through a TCP proxy on loopback (tests/proxy.py). For ``--seconds`` it
 enqueues a poison mix across tenants that share document ids (valid invoices, malformed ones, ones
-that fail once, ones that always fail, ones past their deadline) while injecting faults: crash points
+that fail once, ones that always fail, ones past their deadline; one tenant has an active webhook
+endpoint, a receiver on loopback in this process, so its events go through the relay while the others'
+are handed to review in their commits) while injecting faults: crash points
 (workers SIGKILL themselves at 5 % per point), random SIGKILLs of one worker or a whole node (then
 restarted), every connection killed (``pg_terminate_backend``), and database outages (the proxy
 refuses and drops connections for a few seconds). A PostgreSQL restart runs only with ``--pg-restart``
@@ -13,7 +15,8 @@ refuses and drops connections for a few seconds). A PostgreSQL restart runs only
 since restarting a shared server would hurt everyone on it. Then the faults stop, every job must end
 terminal and every event published (``--drain-timeout``), the nodes are stopped with SIGTERM, and it
 prints the table (faults, jobs, time to drain, redeliveries, duplicates prevented and let through,
-lost jobs, valid documents dead-lettered, recovery time after each kind of fault) and
+lost jobs, valid documents dead-lettered, events handed off in their commit, webhook events never
+POSTed, recovery time after each kind of fault) and
 ``check_invariants``' verdict. Exit 0 only if nothing was lost or doubled, no valid document failed
 and every invariant holds.
 """
@@ -35,6 +38,9 @@ from pathlib import Path
 from benchdb import ROOT, database_url, fresh_database  # bench/ is on sys.path when run as a script
 
 TENANTS = ("acme", "globex", "initech")
+# This tenant has an active webhook endpoint (a receiver on loopback in this process): its results' events
+# go through the relay (claim, review handoff, POST, mark); the others' are handed to review in their commit.
+WEBHOOK_TENANT = "initech"
 # kind: (share of the mix, what it must end as)
 MIX = {"valid": (0.70, "succeeded"), "flaky": (0.10, "succeeded"), "malformed": (0.08, "dead_lettered"),
        "forever": (0.06, "dead_lettered"), "late": (0.06, "cancelled")}
@@ -70,6 +76,34 @@ class Node:
             return None
 
 
+class Receiver:
+    """A webhook receiver on loopback answering 204 to every POST: the events it was sent, with repeats."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.posts: collections.Counter = collections.Counter()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                receiver.posts[self.headers.get("RelayOps-Event-Id", "")] += 1
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/in"
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
 @dataclass
 class Run:
     args: argparse.Namespace
@@ -79,6 +113,7 @@ class Run:
     jobs: dict[int, str] = field(default_factory=dict)  # job id -> kind
     faults: collections.Counter = field(default_factory=collections.Counter)
     recoveries: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
+    receiver: Receiver | None = None
     skipped: list[str] = field(default_factory=list)
     restarts: int = 0  # nodes that exited on their own (started while the database was away) and were restarted
 
@@ -235,7 +270,7 @@ def wait_drained(run: Run, timeout: float) -> float | None:
 
 
 def verdict_rows(run: Run, drain_seconds: float | None) -> tuple[list[tuple[str, str]], bool]:
-    from django.db.models import Count, Sum
+    from django.db.models import Count, F, Sum
 
     from pipeline.invariants import check_all
     from pipeline.models import Job, OutboxEvent, Result, Review
@@ -252,6 +287,11 @@ def verdict_rows(run: Run, drain_seconds: float | None) -> tuple[list[tuple[str,
     doubled = sum(model.objects.values("idempotency_key").annotate(n=Count("pk")).filter(n__gt=1).count()
                   for model in (Result, OutboxEvent, Review))
     report = check_all()
+    results = OutboxEvent.objects.filter(topic="extraction.completed")
+    hooked = set(map(str, results.filter(tenant=WEBHOOK_TENANT).values_list("event_id", flat=True)))
+    posts = run.receiver.posts if run.receiver else collections.Counter()
+    undelivered = len(hooked - set(posts))
+    in_commit = results.filter(published_at=F("created_at")).exclude(tenant=WEBHOOK_TENANT).count()
     crash_kills = sum(n.log.read_text(errors="replace").count("reincarnated worker") for n in run.nodes)
     rows = [
         ("faults injected", ", ".join(f"{k} {v}" for k, v in sorted(run.faults.items())) or "none"),
@@ -267,6 +307,11 @@ def verdict_rows(run: Run, drain_seconds: float | None) -> tuple[list[tuple[str,
         ("lost jobs (must be 0)", str(len(lost))),
         ("valid documents not succeeded (must be 0)", str(valid_failed)),
         ("valid documents charged an extra attempt", str(overcharged)),
+        ("events handed to review in their commit", f"{in_commit} of {results.exclude(tenant=WEBHOOK_TENANT).count()} "
+                                                    f"(tenants without an endpoint)"),
+        (f"webhook: {WEBHOOK_TENANT}'s result events POSTed", f"{len(hooked) - undelivered} of {len(hooked)} "
+         f"(through the relay; {sum(posts.values()) - len(posts)} repeated POSTs, deduped by the receiver)"),
+        ("result events never POSTed (must be 0)", str(undelivered)),
         ("outcomes not as expected", ", ".join(f"{k} {v}" for k, v in wrong.items()) or "none"),
     ]
     # Recovery: from the end of a fault until the node it hit (every node for a connection kill or an
@@ -278,7 +323,8 @@ def verdict_rows(run: Run, drain_seconds: float | None) -> tuple[list[tuple[str,
         rows.append((f"recovery after {fault}", text + (f", {misses} never within 30 s" if misses else "")))
     rows.append(("check_invariants", f"{'holds' if report.holds else 'BROKEN'} over {report.jobs} jobs "
                                      f"({report.seconds:.2f} s)"))
-    ok = report.holds and not lost and not doubled and not valid_failed and not wrong and drain_seconds is not None
+    ok = (report.holds and not lost and not doubled and not valid_failed and not wrong and not undelivered
+          and drain_seconds is not None)
     return rows, ok
 
 
@@ -296,10 +342,12 @@ def main() -> int:
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(2**31)
 
+    os.environ["RELAYOPS_WEBHOOK_ALLOW_PRIVATE"] = "1"  # the receiver is on loopback (the nodes inherit it)
     fresh_database(args.db)
     from django.db import connection
 
     from tests.proxy import Proxy
+    from webhooks import services
 
     s = connection.settings_dict
     proxy = Proxy(s["HOST"] or "127.0.0.1", int(s["PORT"] or 5432))
@@ -314,7 +362,9 @@ def main() -> int:
            "DJANGO_Q_LOG_LEVEL": "INFO", "DJANGO_SETTINGS_MODULE": "relayops.settings"}
     nodes = [Node(f"chaos-{n}", {**env, "RELAYOPS_NODE_NAME": f"chaos-{n}"}, logs / f"chaos-{n}.log")
              for n in range(args.nodes)]
-    run = Run(args, random.Random(seed), nodes, proxy)
+    receiver = Receiver()
+    services.create_endpoint(WEBHOOK_TENANT, receiver.url, ["extraction.completed"])
+    run = Run(args, random.Random(seed), nodes, proxy, receiver=receiver)
     print(f"chaos: seed {seed}, {args.nodes} nodes x {args.workers} workers, {args.jobs} jobs, "
           f"{args.seconds:.0f} s of faults, database {args.db}", flush=True)
     began = time.monotonic()
@@ -332,6 +382,7 @@ def main() -> int:
         for node in nodes:
             node.kill()
         proxy.stop()
+        receiver.close()
     width = max(len(name) for name, _ in rows)
     print(f"\n{'what':<{width}}  figure\n{'-' * width}  {'-' * 40}")
     for name, value in rows:

@@ -4,8 +4,9 @@ Usage: ./run bench compare [--smoke] [--json PATH] [--clients 1,2,4,8] [--worker
        [--seconds 10] [--rate 150] [--latency-jobs 600] [--log-format auto|console|json] [--db relayops_bench_compare]
 
 1. The limit: RelayOps' own transaction per job behind a backlog, captured as RelayOps issues it
-   (``commit_result_with_event``'s completion, result, event and NOTIFY with the next job's claim, the
-   call a drain makes while more jobs wait; a client's first run claims alone first, as ``lease_next``),
+   (``commit_result_with_event``'s completion, result, event handed off to review and published with
+   the next job's claim, the call a drain makes while more jobs wait with the default publishers and no
+   webhook endpoint; a client's first run claims alone first, as ``lease_next``),
    written as a pgbench custom script (each row feeds the next statement through ``\\gset``; extended
    protocol, so the key is a bound parameter) and run with ``pgbench -n -M extended -c N -j N -T seconds``
    for each ``--clients`` against a table seeded with queued jobs. One script run = one job.
@@ -274,6 +275,8 @@ def capture_script() -> tuple[str, dict[str, int]]:
 
     from pipeline import queue
     from pipeline.outbox import commit_result_with_event
+    from pipeline.plugins import configured_publisher
+    from pipeline.relay import commit_hand_off
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT setval(pg_get_serial_sequence('pipeline_job', 'id'), %s, false)", [CAPTURE_JOB_ID])
@@ -287,8 +290,10 @@ def capture_script() -> tuple[str, dict[str, int]]:
     assert lease is not None and lease.job_id == CAPTURE_JOB_ID and lease.fence == CAPTURE_FENCE, lease
     outcomes = []
     commit = _captured(lambda: outcomes.append(commit_result_with_event(
-        lease, {"invoice_number": "1", "total": "1"}, claim_next=queue.claim_params("pgbench-capture"))))
+        lease, {"invoice_number": "1", "total": "1"}, claim_next=queue.claim_params("pgbench-capture"),
+        hand_off=commit_hand_off(configured_publisher()))))
     assert outcomes[0].claimed is not None, "the capture's commit claimed no next job"
+    assert outcomes[0].handed_off, "the capture's commit did not hand its event off"
     marks = {CAPTURE_JOB_ID: ":id", CAPTURE_FENCE: ":fence", lease.idempotency_key: ":idempotency_key",
              outcomes[0].event_id: "gen_random_uuid()", outcomes[0].event_id.hex: "gen_random_uuid()",
              str(outcomes[0].event_id): "gen_random_uuid()"}

@@ -29,7 +29,13 @@ class Publisher(Protocol):
     A publisher may also have ``claim_facts``: name -> a scalar SQL expression over the claimed outbox
     row (written ``{event}.column``) that the relay's claim reads with the row, in the same round trip
     and snapshot, and hands over as ``event.claim_facts[name]`` (so a publisher that would read
-    something per batch can skip it when the claim says there is nothing to do)."""
+    something per batch can skip it when the claim says there is nothing to do).
+
+    And ``wants``: a boolean SQL expression over an event's ``{event}.tenant`` and ``{event}.topic``, false
+    only when ``publish`` would do nothing with such an event. Where every publisher after the built-in
+    review consumer says it, a commit hands an event none of them wants to the consumer itself, in its
+    own transaction, and no relay pass is needed (``pipeline.relay.commit_hand_off``); a publisher
+    without it gets every event through the relay."""
 
     def publish(self, event: Event) -> None: ...
 

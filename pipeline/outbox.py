@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -24,7 +25,10 @@ from pipeline.models import OutboxEvent, Result
 from pipeline.queue import Lease, complete
 from pipeline.runtime import wakeups
 from pipeline.states import JobStatus, sources_of
+from relayops.logging import get_logger
 from relayops.validation import check_text
+
+log = get_logger(__name__)
 
 RESULT_TOPIC = "extraction.completed"
 REVIEW_DECIDED_TOPIC = "review.decided"  # a review approved (as extracted or corrected), with its final fields
@@ -40,11 +44,27 @@ class CommitOutcome:
     # and the seconds the claim took of the call, so the commit's own time can be told apart.
     claimed: dict[str, Any] | None = None
     claim_seconds: float = 0.0
+    # With ``hand_off``: the event was handed to the review consumer in the commit, and published with it.
+    handed_off: bool = False
+    # With ``also_read``: the caller's one-row read, made in the commit's statement (``also_*`` columns).
+    read: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class HandOff:
+    """A commit may hand its event to the review consumer ``consumer`` in its own transaction when ``when``
+    holds: a boolean SQL expression over the event (``{event}.tenant``, ``{event}.topic``), code's, never
+    input; "true" when nothing else wants events (``pipeline.relay.commit_hand_off`` builds it from the
+    publishers)."""
+
+    consumer: str
+    when: str = "true"
 
 
 def commit_result_with_event(
     lease: Lease, result: Any, *, topic: str = RESULT_TOPIC, clock: Clock = system_clock,
     report: AttemptReport | None = None, announce: bool = True, claim_next: dict[str, Any] | None = None,
+    hand_off: HandOff | None = None, also_read: str | None = None,
 ) -> CommitOutcome:
     """Write the result, its outbox event and the job's completion (its attempt closed with ``report``,
     what the extraction spent) in one transaction: on PostgreSQL one round trip, the server-side
@@ -60,6 +80,13 @@ def commit_result_with_event(
     deduped), claim the next job as well, its row in ``claimed``. On PostgreSQL it is the same call and
     the same transaction (``relayops_commit_and_claim``); a refused commit claims nothing. SQLite claims
     in a transaction of its own after the commit's.
+
+    ``hand_off`` (PostgreSQL, the result topic): when its condition holds for the event, the commit
+    creates the event's pending review and remembers its id as the review consumer's, and the event is
+    written already published (``handed_off``), no doorbell rung: nothing is left for a relay. Otherwise,
+    or when a review already exists for the key, the event waits for the relay as before. ``also_read``
+    (PostgreSQL, without ``claim_next``): a one-row SELECT (literal SQL, its columns named ``also_*``) run
+    in the commit's statement and snapshot, returned as ``read``.
     """
     if not isinstance(lease, Lease):
         raise InvalidInputError("lease", "must be a Lease returned by lease_next")
@@ -76,7 +103,10 @@ def commit_result_with_event(
          "idempotency_key": lease.idempotency_key, "operation_version": lease.operation_version}
     )
     if connection.vendor == "postgresql":
-        return _commit_in_one_call(lease, data, event_payload, topic, now, report, announce, claim_next)
+        if topic != RESULT_TOPIC:
+            hand_off = None  # the review consumer takes only results' events
+        return _commit_in_one_call(lease, data, event_payload, topic, now, report, announce, claim_next, hand_off,
+                                   also_read if claim_next is None else None)
     outcome = _commit_statement_by_statement(lease, data, event_payload, topic, now, report)
     if claim_next is None:
         return outcome
@@ -112,14 +142,14 @@ def _commit_statement_by_statement(
 
 def _commit_in_one_call(
     lease: Lease, data: str, event_payload: str, topic: str, now: dt.datetime, report: AttemptReport | None,
-    announce: bool, claim_next: dict[str, Any] | None,
+    announce: bool, claim_next: dict[str, Any] | None, hand_off: HandOff | None, also_read: str | None,
 ) -> CommitOutcome:
     columns = report.columns() if report is not None else dict.fromkeys(REPORT_COLUMNS)
     params = {
         "job_id": lease.job_id, "fence": lease.fence, "from": sources_of(JobStatus.SUCCEEDED), "now": now,
         "tenant": lease.tenant, "key": lease.idempotency_key, "payload_hash": lease.payload_hash, "data": data,
         "topic": topic, "event_id": uuid.uuid4(), "event_payload": event_payload, "notify": announce,
-        "report": report is not None, **columns,
+        "report": report is not None, "consumer": hand_off.consumer if hand_off is not None else "", **columns,
     }
     if claim_next is not None:
         params.update(claim_now=claim_next["now"], claim_worker=claim_next["worker"],
@@ -128,7 +158,7 @@ def _commit_in_one_call(
     # commit from aborting the rest of it.
     try:
         with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
-            rows = sql.fetch(sql.COMMIT_RESULT if claim_next is None else sql.COMMIT_RESULT_AND_CLAIM, params)
+            rows = sql.fetch(_statement(claim_next is not None, hand_off.when if hand_off else None, also_read), params)
     except DatabaseError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == sql.RESULT_CONFLICT_SQLSTATE:
             raise IdempotencyConflictError(lease.idempotency_key, where="result") from None
@@ -137,8 +167,20 @@ def _commit_in_one_call(
     if row["outcome"] == "stale":
         raise StaleLeaseError(lease.job_id, lease.fence)
     claimed = row if claim_next is not None and row["id"] is not None else None
+    if row["handed_off"]:
+        log.info("review.handed_off", tenant=lease.tenant, job_id=lease.job_id, idempotency_key=lease.idempotency_key,
+                 outcome="pending")
     return CommitOutcome(result_id=row["result_id"], event_id=row["event_id"], deduped=row["outcome"] == "deduped",
-                         claimed=claimed, claim_seconds=row.get("claim_seconds") or 0.0)
+                         claimed=claimed, claim_seconds=row.get("claim_seconds") or 0.0,
+                         handed_off=row["handed_off"],
+                         read={k: v for k, v in row.items() if k.startswith("also_")} if also_read else None)
+
+
+@functools.lru_cache(maxsize=64)
+def _statement(claim: bool, hand_off: str | None, also: str | None) -> str:
+    """The commit's statement: with the next job's claim, or with the caller's read, or alone."""
+    template = sql.COMMIT_RESULT_AND_CLAIM if claim else sql.COMMIT_RESULT_AND_READ if also else sql.COMMIT_RESULT
+    return template.format(hand_off=sql.hand_off_argument(hand_off), also=also)
 
 
 def landed(lease: Lease, topic: str = RESULT_TOPIC) -> CommitOutcome | None:

@@ -85,6 +85,14 @@ class FanoutPublisher:
         """Every publisher's claim facts (pipeline.events.Publisher)."""
         return {name: sql for p in self.publishers for name, sql in (getattr(p, "claim_facts", None) or {}).items()}
 
+    @property
+    def wants(self) -> str | None:
+        """When any publisher wants an event (pipeline.events.Publisher), or None if one does not say."""
+        wants = [getattr(p, "wants", None) for p in self.publishers]
+        if not all(isinstance(w, str) and w.strip() for w in wants):
+            return None
+        return " OR ".join(f"({w})" for w in wants)
+
     def split_review_handoff(self) -> tuple[bool, Publisher | None]:
         """(whether the review consumer comes first, the publishers after it): the relay then does the
         consumer's work in its claim and hands the events to the others only."""

@@ -25,7 +25,7 @@ from pipeline.extraction.report import AttemptReport, Prices
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.extraction.validation import validate_invoice
 from pipeline.joblog import job_fields
-from pipeline.outbox import CommitOutcome, commit_result_with_event, landed
+from pipeline.outbox import CommitOutcome, HandOff, commit_result_with_event, landed
 from pipeline.reasons import ErrorCode
 from pipeline.reconnect import CONNECTION_ERRORS
 from pipeline.retry import DEFAULT_POLICY, Cancel, DeadLetter, RetryPolicy
@@ -53,6 +53,8 @@ class WorkOutcome:
     queue_wait_seconds: float | None = None  # how long the job waited in line for this lease
     more_waiting: bool = True  # the claim saw another claimable job (False: none; idle: nothing either)
     carried: Carried | None = None  # the next job, claimed with this one's commit (``claim_next``)
+    handed_off: bool = False  # its event went to review with the commit (``hand_off``): nothing to relay
+    read: dict[str, Any] | None = None  # the caller's ``also_read``, read with the commit
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ def process_once(
     on_claim: Callable[[queue.Lease | None], None] | None = None,
     carried: Carried | None = None,
     claim_next: Callable[[], bool] | None = None,
+    hand_off: HandOff | None = None,
+    also_read: str | None = None,
 ) -> WorkOutcome:
     """Process at most one job. Extraction may run more than once for a job (at-least-once
     execution); the fenced commit makes its effect happen once. An attempt that would start past
@@ -113,7 +117,8 @@ def process_once(
     ``carried``: run this job, claimed with the last one's commit, instead of claiming. ``claim_next``:
     when the job's claim saw another job waiting and ``claim_next()`` says yes as the commit starts (a
     worker asked to stop says no), the commit claims the next job in the same call
-    (``WorkOutcome.carried``, for the next unit of work to run or release).
+    (``WorkOutcome.carried``, for the next unit of work to run or release). ``hand_off`` and ``also_read``
+    go to the commit (``outbox.commit_result_with_event``); the read only when it claims nothing.
     """
     if carried is not None:
         lease: queue.Lease | None = carried.lease
@@ -128,7 +133,8 @@ def process_once(
                               lease_seconds=lease_seconds, heartbeat=heartbeat, policy=policy, budget=budget,
                               prices=prices, announce=announce, commit_times=commit_times,
                               beat=carried.beat if carried is not None else None,
-                              claim_next=claim_next if lease.more_waiting else None)
+                              claim_next=claim_next if lease.more_waiting else None, hand_off=hand_off,
+                              also_read=also_read)
     finally:
         if carried is not None:
             carried.forget()
@@ -139,7 +145,8 @@ def _process_lease(
     lease: queue.Lease, *, extractor: Extractor, validator: Callable[[dict[str, Any]], dict[str, Any]],
     crash: CrashInjector, clock: Clock, lease_seconds: float | None, heartbeat: bool, policy: RetryPolicy,
     budget: Budget | None, prices: Prices | None, announce: bool, commit_times: list[tuple[int, int, float]] | None,
-    beat: Heartbeat | None = None, claim_next: Callable[[], bool] | None = None,
+    beat: Heartbeat | None = None, claim_next: Callable[[], bool] | None = None, hand_off: HandOff | None = None,
+    also_read: str | None = None,
 ) -> WorkOutcome:
     crash("after_lease")
     # A first attempt has spent nothing yet (a released one recorded nothing): only retries are checked.
@@ -154,7 +161,7 @@ def _process_lease(
         committing = time.monotonic()
         claim = (queue.claim_params(lease.worker_id, lease_seconds=lease_seconds, clock=clock)
                  if claim_next is not None and claim_next() else None)
-        outcome = _commit(lease, fields, clock, meter.report, announce, claim)
+        outcome = _commit(lease, fields, clock, meter.report, announce, claim, hand_off, also_read)
         commit_seconds = max(time.monotonic() - committing - outcome.claim_seconds, 0.0)
     except (LeaseLostError, StaleLeaseError):
         log.warning("job.lease_lost", **job_fields(lease, Outcome.LEASE_LOST, inference_seconds=_inference(meter)))
@@ -174,7 +181,8 @@ def _process_lease(
     log.info("job.committed", **job_fields(lease, done, inference_seconds=_inference(meter),
                                             commit_seconds=commit_seconds))
     return WorkOutcome(done, lease.job_id, lease.fence, lease.queue_wait_seconds,
-                       carried=_carry(outcome.claimed, seconds, clock, heartbeat))
+                       carried=_carry(outcome.claimed, seconds, clock, heartbeat), handed_off=outcome.handed_off,
+                       read=outcome.read)
 
 
 def _carry(row: dict[str, Any] | None, seconds: float, clock: Clock, heartbeat: bool) -> Carried | None:
@@ -214,10 +222,11 @@ def _extract(lease: queue.Lease, meter: Meter, validator: Callable[[dict[str, An
 
 
 def _commit(lease: queue.Lease, fields: dict[str, Any], clock: Clock, report: AttemptReport | None,
-            announce: bool, claim: dict[str, Any] | None) -> CommitOutcome:
+            announce: bool, claim: dict[str, Any] | None, hand_off: HandOff | None,
+            also_read: str | None) -> CommitOutcome:
     try:
         return commit_result_with_event(lease, fields, clock=clock, report=report, announce=announce,
-                                        claim_next=claim)
+                                        claim_next=claim, hand_off=hand_off, also_read=also_read)
     except CONNECTION_ERRORS as exc:  # it may have landed (the connection died during COMMIT) or not
         log.warning("job.commit_outcome_unknown", job_id=lease.job_id, fence=lease.fence,
                     error_type=type(exc).__name__)
@@ -225,7 +234,7 @@ def _commit(lease: queue.Lease, fields: dict[str, Any], clock: Clock, report: At
         try:
             settled = reconnect.retrying(
                 lambda: landed(lease) or commit_result_with_event(lease, fields, clock=clock, report=report,
-                                                                  announce=announce),
+                                                                  announce=announce, hand_off=hand_off),
                 what="commit",
             )
         except CONNECTION_ERRORS as fault:

@@ -21,7 +21,7 @@ from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.errors import InvalidInputError
 from pipeline.events import BatchOutcome, Event, PublishError, Publisher, publish_each
 from pipeline.models import MAX_PUBLISH_ATTEMPTS, OutboxEvent
-from pipeline.outbox import RESULT_TOPIC
+from pipeline.outbox import RESULT_TOPIC, HandOff
 from pipeline.reconnect import CONNECTION_ERRORS
 from pipeline.runtime import wakeups
 from relayops.logging import get_logger
@@ -178,6 +178,25 @@ def publish_pending(
     ) if published else 0
     return RelayReport(claimed=len(rows), published=marked, failed=len(rows) - len(published) - len(untried),
                        lost_claims=len(published) - marked, parked=parked, released=released, read=read)
+
+
+def commit_hand_off(publisher: Publisher | None) -> HandOff | None:
+    """Whether a commit may hand its event to the review consumer itself (``outbox.HandOff``), given the
+    publishers: when the review consumer comes first (the default's ``review-handoff``) and every publisher
+    after it declares when it ``wants`` an event, the commit hands off an event none of them wants. None
+    when a publisher comes first that is not the consumer, or one after it does not say (it gets every
+    event through the relay), or on SQLite (its commit is Python's steps: the relay hands off)."""
+    if connection.vendor != "postgresql":
+        return None
+    first, rest = _split(publisher or ConsumerPublisher())
+    if not first:
+        return None
+    if rest is None:
+        return HandOff(REVIEW_CONSUMER)
+    wants = getattr(rest, "wants", None)
+    if not isinstance(wants, str) or not wants.strip():
+        return None
+    return HandOff(REVIEW_CONSUMER, f"NOT ({wants})")
 
 
 def _split(publisher: Publisher) -> tuple[bool, Publisher | None]:

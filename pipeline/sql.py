@@ -207,30 +207,50 @@ WHERE id IN (SELECT id FROM (SELECT id FROM fresh UNION ALL SELECT id FROM due) 
 RETURNING id, event_id, tenant, topic, idempotency_key, payload, created_at, failures{facts}
 """
 
-# The fenced commit in one round trip (the function is migration 0016_commit_function's): job
-# completion, attempt closed with its report, result, outbox event and its doorbell, or nothing. Its
-# outcome is ``committed``, ``deduped`` (the key's result has this payload hash) or ``stale`` (not
-# leased at this fence: nothing written); a result of another payload hash raises SQLSTATE RX409
-# and the call rolls back.
-COMMIT_RESULT = """
-SELECT outcome, result_id, event_id FROM relayops_commit_result(
+# The fenced commit in one round trip (the function is migration 0020_hand_off_in_commit's, first
+# 0016_commit_function's): job completion, attempt closed with its report, result, outbox event and its
+# doorbell, or nothing. Its outcome is ``committed``, ``deduped`` (the key's result has this payload
+# hash) or ``stale`` (not leased at this fence: nothing written); a result of another payload hash raises
+# SQLSTATE RX409 and the call rolls back. ``{hand_off}``: whether the commit may hand its event to the
+# review consumer (``%(consumer)s``) itself, published at once (``handed_off``); ``hand_off_argument``
+# writes it.
+_COMMIT_ARGUMENTS = """
     %(job_id)s, %(fence)s, %(from)s, %(now)s, %(tenant)s, %(key)s, %(payload_hash)s, %(data)s, %(topic)s, %(event_id)s,
     %(event_payload)s, %(notify)s, %(report)s, %(extractor)s, %(model_name)s, %(prompt_hash)s,
-    %(input_tokens)s, %(output_tokens)s, %(inference_seconds)s, %(cost)s)
+    %(input_tokens)s, %(output_tokens)s, %(inference_seconds)s, %(cost)s, {hand_off}, %(consumer)s"""
+COMMIT_RESULT = f"""
+SELECT outcome, result_id, event_id, handed_off FROM relayops_commit_result({_COMMIT_ARGUMENTS})
 """
 RESULT_CONFLICT_SQLSTATE = "RX409"
 
-# The commit of one job and the claim of the next in one call and one transaction (migration 0019's
-# relayops_commit_and_claim: relayops_commit_result, then relayops_claim unless the commit was stale). Its
-# row: the commit's columns, ``claim_seconds`` (the claim's server time) and the claim's columns (null
+# The commit of one job and the claim of the next in one call and one transaction (relayops_commit_and_claim,
+# migration 0020's, first 0019's: relayops_commit_result, then relayops_claim unless the commit was stale).
+# Its row: the commit's columns, ``claim_seconds`` (the claim's server time) and the claim's columns (null
 # when nothing was claimable).
-COMMIT_RESULT_AND_CLAIM = """
-SELECT * FROM relayops_commit_and_claim(
-    %(job_id)s, %(fence)s, %(from)s, %(now)s, %(tenant)s, %(key)s, %(payload_hash)s, %(data)s, %(topic)s, %(event_id)s,
-    %(event_payload)s, %(notify)s, %(report)s, %(extractor)s, %(model_name)s, %(prompt_hash)s,
-    %(input_tokens)s, %(output_tokens)s, %(inference_seconds)s, %(cost)s,
+COMMIT_RESULT_AND_CLAIM = f"""
+SELECT * FROM relayops_commit_and_claim({_COMMIT_ARGUMENTS},
     %(claim_now)s, %(claim_worker)s, %(claim_lease_until)s)
 """
+
+# The commit with a one-row read of the caller's (``{also}``: its columns named ``also_*``) in the same
+# statement and snapshot, taken as the statement starts: what the commit writes is not in it (its own job
+# still reads as leased).
+COMMIT_RESULT_AND_READ = f"""
+SELECT committed.*, also.* FROM relayops_commit_result({_COMMIT_ARGUMENTS}) AS committed CROSS JOIN ({{also}}) AS also
+"""
+
+
+def hand_off_argument(when: str | None) -> str:
+    """The commit's ``p_hand_off`` argument: ``false`` (never), or ``when``, a boolean SQL expression over
+    the event (``{event}.tenant``, ``{event}.topic``: the commit's own), read in the commit's statement.
+    The expression is code's (the publishers' ``wants``), never input."""
+    if when is None:
+        return "false"
+    if when.strip().lower() == "true":
+        return "true"
+    event = "(SELECT %(tenant)s::varchar AS tenant, %(topic)s::varchar AS topic) AS pipeline_outboxevent"
+    return f"COALESCE((SELECT ({when.format(event='pipeline_outboxevent')}) FROM {event}), false)"
+
 
 # Many commits' times onto their attempt rows in one statement (parallel arrays: job, fence, seconds).
 RECORD_COMMIT_TIMES = """

@@ -43,6 +43,9 @@ class WebhookPublisher:
         "webhook_endpoints": f"EXISTS (SELECT 1 FROM {WebhookEndpoint._meta.db_table} endpoint "
                              "WHERE endpoint.tenant = {event}.tenant AND endpoint.active)",
     }
+    # When it has anything to do with an event (pipeline.events.Publisher): the same fact. A commit whose
+    # tenant has no active endpoint hands its event to review itself, and no relay pass is needed for it.
+    wants = claim_facts["webhook_endpoints"]
 
     def __init__(self, clock: Clock = system_clock, *, timeout: float | None = None,
                  policy: targets.Policy | None = None, verify: ssl.SSLContext | bool = True) -> None:

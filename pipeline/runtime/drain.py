@@ -56,8 +56,8 @@ BEHIND_SECONDS = 0.01
 # A drain that found no job after the jobs doorbell looks again at the latest this soon.
 LOST_RACE_RECHECK_SECONDS = 0.25
 OWED_PASSES = 10  # an ending drain publishes its commits in at most this many relay passes
-# A drain keeps its commits' times and writes them in one statement with a relay pass once a batch's
-# worth is kept or this long has passed, and when it ends (a killed drain loses only these numbers).
+# A drain keeps its commits' times and writes them in one statement once a batch's worth is kept or this
+# long has passed, and when it ends (a killed drain loses only these numbers).
 COMMIT_TIMES_SECONDS = 5.0
 # A drain that parked this long checks its connection before its next statement (Django pings it, and
 # renews it when it failed or is past CONN_MAX_AGE); after a shorter park it does not: a ping per wake-up
@@ -142,7 +142,8 @@ class Drain:
         if work is None:
             work = self._job_work = functools.partial(
                 process_once, extractor=extractor, crash=crash, clock=clock, heartbeat=True, announce=not outbox,
-                commit_times=self.commit_times if outbox else None, on_claim=self._claimed)
+                commit_times=self.commit_times if outbox else None, on_claim=self._claimed,
+                hand_off=relay.commit_hand_off(publisher))
         self.work: Work = work
         self._carried: Carried | None = None
         self._end = math.inf  # when the budget ends: a drain past it claims nothing with a commit
@@ -249,7 +250,11 @@ class Drain:
             more = done is not None and done.more_waiting
             if done is not None and done.outcome != Outcome.IDLE:
                 report.jobs += 1
-                self._owed = worked = True
+                worked = True
+                if done.handed_off:  # its event went to review with its commit: nothing owed to the relay
+                    report.published += 1
+                else:
+                    self._owed = True
                 # Behind: the job waited in line (a backlog), so its event can wait for the batch too.
                 # Keeping up, each commit is published at once.
                 self._behind = (done.queue_wait_seconds or 0.0) >= BEHIND_SECONDS and self.batch_window > 0
@@ -257,6 +262,11 @@ class Drain:
             if self.outbox and self._relay_due(worked and more):
                 relayed = self._relay(report)
                 self._relay_more = relay_more = relayed.claimed >= self.batch_size or relayed.released > 0
+            elif done is not None:
+                self._read = done.read  # when it is next due, read by the commit: the park needs no look
+            if self.commit_times and (len(self.commit_times) >= self.batch_size
+                                      or self.monotonic() - self._times_recorded_at >= COMMIT_TIMES_SECONDS):
+                self._record_commit_times()
             self._record_presence(progress=worked or relay_more)
             self._lost_race = not worked and self._woken == {wakeups.JOBS}
             self._woken = None
@@ -292,7 +302,8 @@ class Drain:
         if self._job_work is None:
             return self.work(self.worker_id)
         carried, self._carried = self._carried, None
-        done = self._job_work(self.worker_id, carried=carried, claim_next=self._may_claim_next)
+        done = self._job_work(self.worker_id, carried=carried, claim_next=self._may_claim_next,
+                              also_read=self._also_read())
         self._carried = done.carried
         return done
 
@@ -334,9 +345,6 @@ class Drain:
         self._read = relayed.read if not (relayed.failed or relayed.released) else None
         self._relayed_at, self._owed = self.monotonic(), False
         report.published += relayed.published
-        if (len(self.commit_times) >= self.batch_size
-                or self.monotonic() - self._times_recorded_at >= COMMIT_TIMES_SECONDS):
-            self._record_commit_times()
         return relayed
 
     def _record_commit_times(self) -> None:

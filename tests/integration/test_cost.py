@@ -22,7 +22,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from pipeline import queue, relay, sql
-from pipeline.models import Attempt, ConsumedEvent, Job, Review
+from pipeline.models import Attempt, ConsumedEvent, Job, OutboxEvent, Review
 from pipeline.outbox import commit_result_with_event
 from pipeline.states import JobStatus
 from tests.conftest import invoice
@@ -95,40 +95,64 @@ def test_the_claim_says_whether_another_job_is_waiting(clock):
     assert (second.document_id, second.more_waiting) == ("inv-1", False)  # a job not yet visible is not waiting
 
 
+class ElsewherePublisher:
+    """A publisher after the review consumer that does not say which events it wants: it gets them all,
+    through the relay."""
+
+    def publish(self, event) -> None:
+        pass
+
+
 @pytest.mark.django_db(transaction=True)
-def test_a_drain_whose_claim_saw_no_other_job_relays_and_parks_without_looking_again(clock):
-    """One job meeting an idle drain: its claim, its commit, the relay pass; no empty claim after it."""
+def test_a_job_meeting_an_idle_drain_costs_its_claim_and_its_commit(clock):
+    """Its claim saw no other job: the commit hands its event to review, and reads when the drain is next
+    due (here a retry backing off for 7 s), so the drain parks with no statement more; no relay pass, no
+    empty claim. The next park, with no read before it, looks for itself."""
     from pipeline.runtime.drain import Drain, DrainReport
 
-    queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
+    queue.enqueue("acme", "later", 1, invoice(2), clock=clock)
+    Job.objects.filter(document_id="later").update(visible_at=clock.now() + dt.timedelta(seconds=7))
     drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock)
+    assert drain._step(DrainReport()) is False  # its first step: nothing claimable, the outbox looked at
+    queue.enqueue("acme", "now", 1, invoice(1), clock=clock)
     report = DrainReport()
     with CaptureQueriesContext(connection) as queries:
         assert drain._step(report) is False  # parks next
-    job_claims = [q for q in queries if "relayops_claim(" in q["sql"]]
-    assert len(job_claims) == 1  # one claim: the job's; none after it
-    assert (report.jobs, report.published) == (1, 1) and Review.objects.count() == 1
+        assert drain._seconds_until_due(clock.now()) == 7.0
+    work = [s.split()[:2] for s in hot_path(queries)[0] if "drainpresence" not in s]  # its presence: once a second
+    assert work == [["SELECT", "*"], ["SELECT", "committed.*,"]]  # relayops_claim; relayops_commit_result with the read
+    assert (report.jobs, report.published) == (1, 1)
+    review = Review.objects.get()
+    event = OutboxEvent.objects.get()
+    assert (review.event_id, review.document_id, event.publish_attempts) == (event.event_id, "now", 1)
+    assert event.published_at == event.created_at == review.created_at  # one transaction, one moment
+    assert ConsumedEvent.objects.filter(event_id=event.event_id, consumer="review-handoff").count() == 1
+    with CaptureQueriesContext(connection) as queries:
+        assert drain._seconds_until_due(clock.now()) == 7.0
+    assert len(queries) == 1
 
 
 @pytest.mark.django_db(transaction=True)
-def test_after_a_relay_pass_a_drain_parks_on_what_the_relay_claim_read_without_a_look_of_its_own(clock):
-    """One job meeting an idle drain costs its claim, its commit and the relay pass: the relay's claim
-    also read when the drain is next due (here a retry backing off for 7 s), so the park that follows
-    needs no statement; the next park, with no relay pass before it, looks for itself."""
+def test_with_a_publisher_that_takes_every_event_the_relay_publishes_and_its_claim_reads_for_the_park(clock):
+    """A publisher after the review consumer that does not say what it wants: the commit leaves the event
+    to the relay, whose claim hands it to review and also reads when the drain is next due."""
+    from pipeline.plugins import FanoutPublisher
+    from pipeline.relay import ConsumerPublisher
     from pipeline.runtime.drain import Drain, DrainReport
 
     queue.enqueue("acme", "now", 1, invoice(1), clock=clock)
     queue.enqueue("acme", "later", 1, invoice(2), clock=clock)
     Job.objects.filter(document_id="later").update(visible_at=clock.now() + dt.timedelta(seconds=7))
-    drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock)
+    drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock,
+                  publisher=FanoutPublisher([ConsumerPublisher(clock), ElsewherePublisher()]))
+    report = DrainReport()
     with CaptureQueriesContext(connection) as queries:
-        assert drain._step(DrainReport()) is False
+        assert drain._step(report) is False
         assert drain._seconds_until_due(clock.now()) == 7.0
-    work = [s.split()[:2] for s in hot_path(queries)[0] if "drainpresence" not in s]  # its presence: once a second
-    assert work == [["SELECT", "*"], ["SELECT", "outcome,"], ["WITH", "claimed"], ["UPDATE", '"pipeline_outboxevent"']]
-    with CaptureQueriesContext(connection) as queries:
-        assert drain._seconds_until_due(clock.now()) == 7.0
-    assert len(queries) == 1
+    work = [s.split()[:2] for s in hot_path(queries)[0] if "drainpresence" not in s]
+    assert work == [["SELECT", "*"], ["SELECT", "committed.*,"], ["WITH", "claimed"], ["UPDATE", '"pipeline_outboxevent"']]
+    assert (report.jobs, report.published) == (1, 1) and Review.objects.count() == 1
+    assert OutboxEvent.objects.get().publish_attempts == 1  # the relay's one claim
 
 
 @pytest.mark.django_db(transaction=True)
