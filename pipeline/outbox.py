@@ -48,6 +48,8 @@ class CommitOutcome:
     handed_off: bool = False
     # With ``also_read``: the caller's one-row read, made in the commit's statement (``also_*`` columns).
     read: dict[str, Any] | None = None
+    # With ``also_write``: the rows the caller's write returned (None: it did not run).
+    written: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class HandOff:
 def commit_result_with_event(
     lease: Lease, result: Any, *, topic: str = RESULT_TOPIC, clock: Clock = system_clock,
     report: AttemptReport | None = None, announce: bool = True, claim_next: dict[str, Any] | None = None,
-    hand_off: HandOff | None = None, also_read: str | None = None,
+    hand_off: HandOff | None = None, also_read: str | None = None, also_write: str | None = None,
 ) -> CommitOutcome:
     """Write the result, its outbox event and the job's completion (its attempt closed with ``report``,
     what the extraction spent) in one transaction: on PostgreSQL one round trip, the server-side
@@ -86,7 +88,10 @@ def commit_result_with_event(
     written already published (``handed_off``), no doorbell rung: nothing is left for a relay. Otherwise,
     or when a review already exists for the key, the event waits for the relay as before. ``also_read``
     (PostgreSQL, without ``claim_next``): a one-row SELECT (literal SQL, its columns named ``also_*``) run
-    in the commit's statement and snapshot, returned as ``read``.
+    in the commit's statement and snapshot, returned as ``read``. ``also_write`` (PostgreSQL): a
+    data-modifying statement with a RETURNING clause (literal SQL: a drain's presence record) run in the
+    commit's statement and transaction, whatever the commit's outcome (a conflict rolls it back with the
+    commit); ``written`` is the number of rows it returned.
     """
     if not isinstance(lease, Lease):
         raise InvalidInputError("lease", "must be a Lease returned by lease_next")
@@ -106,7 +111,7 @@ def commit_result_with_event(
         if topic != RESULT_TOPIC:
             hand_off = None  # the review consumer takes only results' events
         return _commit_in_one_call(lease, data, event_payload, topic, now, report, announce, claim_next, hand_off,
-                                   also_read if claim_next is None else None)
+                                   also_read if claim_next is None else None, also_write)
     outcome = _commit_statement_by_statement(lease, data, event_payload, topic, now, report)
     if claim_next is None:
         return outcome
@@ -143,6 +148,7 @@ def _commit_statement_by_statement(
 def _commit_in_one_call(
     lease: Lease, data: str, event_payload: str, topic: str, now: dt.datetime, report: AttemptReport | None,
     announce: bool, claim_next: dict[str, Any] | None, hand_off: HandOff | None, also_read: str | None,
+    also_write: str | None,
 ) -> CommitOutcome:
     columns = report.columns() if report is not None else dict.fromkeys(REPORT_COLUMNS)
     params = {
@@ -158,7 +164,8 @@ def _commit_in_one_call(
     # commit from aborting the rest of it.
     try:
         with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
-            rows = sql.fetch(_statement(claim_next is not None, hand_off.when if hand_off else None, also_read), params)
+            rows = sql.fetch(_statement(claim_next is not None, hand_off.when if hand_off else None, also_read,
+                                        also_write), params)
     except DatabaseError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == sql.RESULT_CONFLICT_SQLSTATE:
             raise IdempotencyConflictError(lease.idempotency_key, where="result") from None
@@ -172,15 +179,17 @@ def _commit_in_one_call(
                  outcome="pending")
     return CommitOutcome(result_id=row["result_id"], event_id=row["event_id"], deduped=row["outcome"] == "deduped",
                          claimed=claimed, claim_seconds=row.get("claim_seconds") or 0.0,
-                         handed_off=row["handed_off"],
-                         read={k: v for k, v in row.items() if k.startswith("also_")} if also_read else None)
+                         handed_off=row["handed_off"], written=row.get("also_written"),
+                         read={k: v for k, v in row.items() if k.startswith("also_") and k != "also_written"}
+                         if also_read else None)
 
 
 @functools.lru_cache(maxsize=64)
-def _statement(claim: bool, hand_off: str | None, also: str | None) -> str:
-    """The commit's statement: with the next job's claim, or with the caller's read, or alone."""
+def _statement(claim: bool, hand_off: str | None, also: str | None, write: str | None) -> str:
+    """The commit's statement: with the next job's claim, or with the caller's read, or alone; with the
+    caller's write, if any."""
     template = sql.COMMIT_RESULT_AND_CLAIM if claim else sql.COMMIT_RESULT_AND_READ if also else sql.COMMIT_RESULT
-    return template.format(hand_off=sql.hand_off_argument(hand_off), also=also)
+    return sql.with_write(template.format(hand_off=sql.hand_off_argument(hand_off), also=also), write)
 
 
 def landed(lease: Lease, topic: str = RESULT_TOPIC) -> CommitOutcome | None:

@@ -219,7 +219,7 @@ _COMMIT_ARGUMENTS = """
     %(event_payload)s, %(notify)s, %(report)s, %(extractor)s, %(model_name)s, %(prompt_hash)s,
     %(input_tokens)s, %(output_tokens)s, %(inference_seconds)s, %(cost)s, {hand_off}, %(consumer)s"""
 COMMIT_RESULT = f"""
-SELECT outcome, result_id, event_id, handed_off FROM relayops_commit_result({_COMMIT_ARGUMENTS})
+SELECT outcome, result_id, event_id, handed_off FROM relayops_commit_result({_COMMIT_ARGUMENTS}) AS committed
 """
 RESULT_CONFLICT_SQLSTATE = "RX409"
 
@@ -229,7 +229,7 @@ RESULT_CONFLICT_SQLSTATE = "RX409"
 # when nothing was claimable).
 COMMIT_RESULT_AND_CLAIM = f"""
 SELECT * FROM relayops_commit_and_claim({_COMMIT_ARGUMENTS},
-    %(claim_now)s, %(claim_worker)s, %(claim_lease_until)s)
+    %(claim_now)s, %(claim_worker)s, %(claim_lease_until)s) AS committed
 """
 
 # The commit with a one-row read of the caller's (``{also}``: its columns named ``also_*``) in the same
@@ -238,6 +238,17 @@ SELECT * FROM relayops_commit_and_claim({_COMMIT_ARGUMENTS},
 COMMIT_RESULT_AND_READ = f"""
 SELECT committed.*, also.* FROM relayops_commit_result({_COMMIT_ARGUMENTS}) AS committed CROSS JOIN ({{also}}) AS also
 """
+
+
+def with_write(statement: str, write: str | None) -> str:
+    """``statement`` (one of the commit's, its function's row aliased ``committed``) with the caller's own
+    data-modifying statement ``write`` (literal SQL with a RETURNING clause) in the same statement and
+    transaction, and a column ``also_written``: the rows it returned."""
+    if write is None:
+        return statement
+    select, rest = statement.strip().split(" ", 1)
+    assert select == "SELECT", statement
+    return f"WITH written AS ({write}) SELECT (SELECT count(*) FROM written) AS also_written, {rest}"
 
 
 def hand_off_argument(when: str | None) -> str:

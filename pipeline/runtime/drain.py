@@ -153,6 +153,7 @@ class Drain:
         self._woke_by: frozenset[int] | None = None  # the transactions whose jobs doorbells last woke it
         self._in_turn = False  # its claim holds the turn
         self._moments_sql: str | None = None  # when it is next due, as one SELECT for the relay's claim
+        self._presence_sql: str | None = None  # its presence record, for a commit to make (liveness.presence_write)
         self._read: dict[str, Any] | None = None  # that SELECT's row, read by this step's relay pass
         self.publisher = publisher
         self.crash = crash
@@ -302,9 +303,12 @@ class Drain:
         if self._job_work is None:
             return self.work(self.worker_id)
         carried, self._carried = self._carried, None
+        presence = self._presence_write() if self.monotonic() - self._presence_at >= PRESENCE_BUSY_SECONDS else None
         done = self._job_work(self.worker_id, carried=carried, claim_next=self._may_claim_next,
-                              also_read=self._also_read())
+                              also_read=self._also_read(), also_write=presence)
         self._carried = done.carried
+        if done.written:  # its commit recorded the drain's presence (with progress): none due for a while
+            self._presence_at = self.monotonic()
         return done
 
     def _may_claim_next(self) -> bool:
@@ -444,6 +448,12 @@ class Drain:
                 parked_at__isnull=True, claim_token__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS)
             firsts.append(_first(backing_off, "next_attempt_at"))
         return firsts
+
+    def _presence_write(self) -> str | None:
+        """The drain's presence record as literal SQL for its commit to run (PostgreSQL), built once."""
+        if self._presence_sql is None:
+            self._presence_sql = liveness.presence_write(self.worker_id)
+        return self._presence_sql
 
     def _also_read(self) -> str | None:
         """The moments' one-row SELECT as literal SQL for the relay's claim to run (PostgreSQL), built once."""

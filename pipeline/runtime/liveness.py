@@ -8,6 +8,7 @@ import datetime as dt
 import os
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -44,6 +45,18 @@ def record_presence(worker: str, now: dt.datetime, *, progress: bool) -> None:
             )
     except IntegrityError:  # created concurrently by the same name: a recycled pid; just update
         DrainPresence.objects.filter(worker=worker).update(**fields)
+
+
+def presence_write(worker: str) -> str | None:
+    """``record_presence(worker, now, progress=True)`` for an existing row as literal SQL another statement
+    of the drain's runs with its own (a commit's: its ``%(now)s`` is the time), so a busy drain's presence
+    costs no round trip of its own; RETURNING a row when it was recorded. PostgreSQL only (None else)."""
+    if connection.vendor != "postgresql":
+        return None
+    postgresql_ops: Any = connection.ops  # PostgreSQL's operations compose SQL with its literals
+    literal = postgresql_ops.compose_sql("%s", [worker]).replace("%", "%%")
+    return (f"UPDATE {DrainPresence._meta.db_table} SET seen_at = %(now)s, progress_at = %(now)s, gone_at = NULL "
+            f"WHERE worker = {literal} RETURNING 1")
 
 
 def mark_gone(worker: str, now: dt.datetime, *, wait: bool = True) -> None:

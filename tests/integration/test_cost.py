@@ -112,7 +112,8 @@ def test_a_job_meeting_an_idle_drain_costs_its_claim_and_its_commit(clock):
 
     queue.enqueue("acme", "later", 1, invoice(2), clock=clock)
     Job.objects.filter(document_id="later").update(visible_at=clock.now() + dt.timedelta(seconds=7))
-    drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock)
+    # Its monotonic clock stands still: the presence record of its first step stays fresh for the second.
+    drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock, monotonic=lambda: 1000.0)
     assert drain._step(DrainReport()) is False  # its first step: nothing claimable, the outbox looked at
     queue.enqueue("acme", "now", 1, invoice(1), clock=clock)
     report = DrainReport()
@@ -140,19 +141,50 @@ def test_with_a_publisher_that_takes_every_event_the_relay_publishes_and_its_cla
     from pipeline.relay import ConsumerPublisher
     from pipeline.runtime.drain import Drain, DrainReport
 
-    queue.enqueue("acme", "now", 1, invoice(1), clock=clock)
     queue.enqueue("acme", "later", 1, invoice(2), clock=clock)
     Job.objects.filter(document_id="later").update(visible_at=clock.now() + dt.timedelta(seconds=7))
     drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock,
-                  publisher=FanoutPublisher([ConsumerPublisher(clock), ElsewherePublisher()]))
+                  publisher=FanoutPublisher([ConsumerPublisher(clock), ElsewherePublisher()]), monotonic=lambda: 1000.0)
+    assert drain._step(DrainReport()) is False  # its first step: nothing claimable, its presence recorded
+    queue.enqueue("acme", "now", 1, invoice(1), clock=clock)
     report = DrainReport()
     with CaptureQueriesContext(connection) as queries:
         assert drain._step(report) is False
         assert drain._seconds_until_due(clock.now()) == 7.0
-    work = [s.split()[:2] for s in hot_path(queries)[0] if "drainpresence" not in s]
+    work = [s.split()[:2] for s in hot_path(queries)[0]]
     assert work == [["SELECT", "*"], ["SELECT", "committed.*,"], ["WITH", "claimed"], ["UPDATE", '"pipeline_outboxevent"']]
     assert (report.jobs, report.published) == (1, 1) and Review.objects.count() == 1
     assert OutboxEvent.objects.get().publish_attempts == 1  # the relay's one claim
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_busy_drain_s_presence_rides_on_its_commit(clock):
+    """Once a second a working drain records its presence: in its commit's statement, not one of its own;
+    where the row is missing (pruned), the drain records it itself after the step."""
+    from pipeline.models import DrainPresence
+    from pipeline.runtime.drain import Drain, DrainReport
+
+    drain = Drain("node:1", max_seconds=5, poll_seconds=60, clock=clock)
+    assert drain._step(DrainReport()) is False  # its first step: presence recorded on its own
+    seen = DrainPresence.objects.get(worker="node:1")
+    assert seen.progress_at is None
+    clock.advance(3)
+    drain._presence_at -= 3  # its own monotonic clock moved on as well
+    queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
+    with CaptureQueriesContext(connection) as queries:
+        drain._step(DrainReport())
+    statements = [q["sql"] for q in queries]
+    assert not any(s.lstrip().startswith("UPDATE") and "drainpresence" in s for s in statements)
+    assert [s.split()[:2] for s in statements if "relayops_commit_result" in s] == [["WITH", "written"]]
+    seen.refresh_from_db()
+    assert seen.seen_at == seen.progress_at == clock.now()
+
+    DrainPresence.objects.all().delete()  # pruned: the commit's write finds no row, the drain makes one
+    clock.advance(3)
+    drain._presence_at -= 3
+    queue.enqueue("acme", "inv-2", 1, invoice(2), clock=clock)
+    drain._step(DrainReport())
+    assert DrainPresence.objects.get(worker="node:1").progress_at == clock.now()
 
 
 @pytest.mark.django_db(transaction=True)
