@@ -47,6 +47,10 @@ def record_presence(worker: str, now: dt.datetime, *, progress: bool) -> None:
         DrainPresence.objects.filter(worker=worker).update(**fields)
 
 
+_PRESENCE_WRITE = ("UPDATE {table} SET seen_at = %(now)s, progress_at = %(now)s, gone_at = NULL "
+                   "WHERE worker = {worker} RETURNING 1")
+
+
 def presence_write(worker: str) -> str | None:
     """``record_presence(worker, now, progress=True)`` for an existing row as literal SQL another statement
     of the drain's runs with its own (a commit's: its ``%(now)s`` is the time), so a busy drain's presence
@@ -55,8 +59,7 @@ def presence_write(worker: str) -> str | None:
         return None
     postgresql_ops: Any = connection.ops  # PostgreSQL's operations compose SQL with its literals
     literal = postgresql_ops.compose_sql("%s", [worker]).replace("%", "%%")
-    return (f"UPDATE {DrainPresence._meta.db_table} SET seen_at = %(now)s, progress_at = %(now)s, gone_at = NULL "
-            f"WHERE worker = {literal} RETURNING 1")
+    return _PRESENCE_WRITE.format(table=DrainPresence._meta.db_table, worker=literal)
 
 
 def mark_gone(worker: str, now: dt.datetime, *, wait: bool = True) -> None:
