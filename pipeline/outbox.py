@@ -23,6 +23,7 @@ from pipeline.extraction.report import REPORT_COLUMNS, AttemptReport
 from pipeline.idempotency import canonical_json
 from pipeline.models import OutboxEvent, Result
 from pipeline.queue import Lease, complete
+from pipeline.reconnect import CONNECTION_ERRORS
 from pipeline.runtime import wakeups
 from pipeline.states import JobStatus, sources_of
 from relayops.logging import get_logger
@@ -160,23 +161,36 @@ def _commit_in_one_call(
     if claim_next is not None:
         params.update(claim_now=claim_next["now"], claim_worker=claim_next["worker"],
                       claim_lease_until=claim_next["lease_until"])
+    extras = hand_off is not None or also_read is not None or also_write is not None
+    try:
+        statement = _statement(claim_next is not None, hand_off.when if hand_off else None, also_read, also_write)
+    except (KeyError, IndexError, ValueError) as exc:  # a publisher's ``wants`` that does not format
+        log.warning("commit.extras_refused", job_id=lease.job_id, error_type=type(exc).__name__)
+        return _commit_in_one_call(lease, data, event_payload, topic, now, report, announce, claim_next, None,
+                                   None, None)
     # In autocommit the call is its own transaction; inside the caller's, a savepoint keeps a refused
     # commit from aborting the rest of it.
     try:
         with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
-            rows = sql.fetch(_statement(claim_next is not None, hand_off.when if hand_off else None, also_read,
-                                        also_write), params)
+            rows = sql.fetch(statement, params)
     except DatabaseError as exc:
-        if getattr(exc.__cause__, "sqlstate", None) == sql.RESULT_CONFLICT_SQLSTATE:
+        sqlstate = getattr(exc.__cause__, "sqlstate", None)
+        if sqlstate == sql.RESULT_CONFLICT_SQLSTATE:
             raise IdempotencyConflictError(lease.idempotency_key, where="result") from None
-        raise
+        if not extras or isinstance(exc, CONNECTION_ERRORS):
+            raise
+        # What the caller added to the commit (the hand-off's condition or review, its read or its write)
+        # failed, and the whole statement with it: nothing landed. The commit alone is not the job's
+        # fault to lose, so it runs again without them (its event then waits for the relay).
+        log.warning("commit.extras_failed", job_id=lease.job_id, error_type=type(exc).__name__, sqlstate=sqlstate)
+        return _commit_in_one_call(lease, data, event_payload, topic, now, report, announce, claim_next, None,
+                                   None, None)
     row = rows[0]
     if row["outcome"] == "stale":
         raise StaleLeaseError(lease.job_id, lease.fence)
     claimed = row if claim_next is not None and row["id"] is not None else None
     if row["handed_off"]:
-        log.info("review.handed_off", tenant=lease.tenant, job_id=lease.job_id, idempotency_key=lease.idempotency_key,
-                 outcome="pending")
+        _log_handed_off(lease)
     return CommitOutcome(result_id=row["result_id"], event_id=row["event_id"], deduped=row["outcome"] == "deduped",
                          claimed=claimed, claim_seconds=row.get("claim_seconds") or 0.0,
                          handed_off=row["handed_off"], written=row.get("also_written"),
@@ -199,7 +213,16 @@ def landed(lease: Lease, topic: str = RESULT_TOPIC) -> CommitOutcome | None:
     if result is None:
         return None
     event = OutboxEvent.objects.get(topic=topic, idempotency_key=lease.idempotency_key)
-    return CommitOutcome(result_id=result.pk, event_id=event.event_id, deduped=False)
+    # Published at the moment it was written: the commit handed it off (a relay publishes it later).
+    handed_off = event.published_at is not None and event.published_at == event.created_at
+    if handed_off:
+        _log_handed_off(lease)
+    return CommitOutcome(result_id=result.pk, event_id=event.event_id, deduped=False, handed_off=handed_off)
+
+
+def _log_handed_off(lease: Lease) -> None:
+    log.info("review.handed_off", tenant=lease.tenant, job_id=lease.job_id, idempotency_key=lease.idempotency_key,
+             outcome="pending")
 
 
 def _existing(lease: Lease, topic: str) -> CommitOutcome:

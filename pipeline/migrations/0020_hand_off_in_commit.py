@@ -20,15 +20,15 @@ commit dedupes or is stale: its transaction wrote no event), exactly one review 
 unique event id and key, and the consumed-event row the relay's consumer checks), and all of it or none
 of it commits.
 
-Changing these functions means a new migration that replaces them.
+The functions of 0016 and 0019 stay beside these (other argument lists, so other functions): workers of the
+release before keep calling them during a rolling deploy. Changing these functions means a new migration
+that replaces them.
 """
-
-import importlib
 
 from django.db import migrations
 
 COMMIT_RESULT = """
-CREATE FUNCTION relayops_commit_result(
+CREATE OR REPLACE FUNCTION relayops_commit_result(
     p_job_id bigint, p_fence bigint, p_from varchar[], p_now timestamptz, p_tenant varchar, p_key varchar, p_payload_hash varchar,
     p_data jsonb, p_topic varchar, p_event_id uuid, p_event_payload jsonb, p_notify boolean,
     p_report boolean, p_extractor varchar, p_model_name varchar, p_prompt_hash varchar, p_input_tokens integer,
@@ -101,7 +101,7 @@ END $$;
 """
 
 COMMIT_AND_CLAIM = """
-CREATE FUNCTION relayops_commit_and_claim(
+CREATE OR REPLACE FUNCTION relayops_commit_and_claim(
     p_job_id bigint, p_fence bigint, p_from varchar[], p_now timestamptz, p_tenant varchar, p_key varchar,
     p_payload_hash varchar, p_data jsonb, p_topic varchar, p_event_id uuid, p_event_payload jsonb, p_notify boolean,
     p_report boolean, p_extractor varchar, p_model_name varchar, p_prompt_hash varchar, p_input_tokens integer,
@@ -142,32 +142,28 @@ BEGIN
 END $$;
 """
 
+# The new functions are overloads: the old ones (20 and 23 arguments) stay, so the workers of the release
+# before keep committing while a rolling deploy replaces them. A later migration may drop them.
 DROP = """
 DROP FUNCTION IF EXISTS relayops_commit_and_claim(
     bigint, bigint, varchar[], timestamptz, varchar, varchar, varchar, jsonb, varchar, uuid, jsonb, boolean, boolean,
-    varchar, varchar, varchar, integer, integer, double precision, numeric, {hand_off}timestamptz, varchar, timestamptz);
+    varchar, varchar, varchar, integer, integer, double precision, numeric, boolean, varchar, timestamptz, varchar,
+    timestamptz);
 DROP FUNCTION IF EXISTS relayops_commit_result(
     bigint, bigint, varchar[], timestamptz, varchar, varchar, varchar, jsonb, varchar, uuid, jsonb, boolean, boolean, varchar,
-    varchar, varchar, integer, integer, double precision, numeric{hand_off_last});
+    varchar, varchar, integer, integer, double precision, numeric, boolean, varchar);
 """
-
-
-def _earlier(name: str) -> str:
-    return importlib.import_module(f"pipeline.migrations.{name}").POSTGRES
 
 
 def forwards(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP.format(hand_off="", hand_off_last=""))
         schema_editor.execute(COMMIT_RESULT, params=None)
         schema_editor.execute(COMMIT_AND_CLAIM, params=None)
 
 
 def backwards(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP.format(hand_off="boolean, varchar, ", hand_off_last=", boolean, varchar"))
-        schema_editor.execute(_earlier("0016_commit_function"), params=None)
-        schema_editor.execute(_earlier("0019_commit_and_claim_function"), params=None)
+        schema_editor.execute(DROP)
 
 
 class Migration(migrations.Migration):

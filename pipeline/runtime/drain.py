@@ -151,6 +151,10 @@ class Drain:
         # with the listener unless given.
         self._turn = wake_turn
         self._woke_by: frozenset[int] | None = None  # the transactions whose jobs doorbells last woke it
+        # Doorbells heard between busy steps (no statement): the outbox's makes the next step relay, the
+        # jobs' ends the next park at once (with the transactions that rang it).
+        self._heard: set[str] = set()
+        self._heard_by: frozenset[int] | None = frozenset()
         self._in_turn = False  # its claim holds the turn
         self._moments_sql: str | None = None  # when it is next due, as one SELECT for the relay's claim
         self._presence_sql: str | None = None  # its presence record, for a commit to make (liveness.presence_write)
@@ -204,6 +208,8 @@ class Drain:
                 return DrainEnding.BUDGET
             if not self._step(report):
                 self._park(listener, end, report)
+            else:
+                self._hear(listener)
         self._drop_carried(release=True, code=ErrorCode.SHUTDOWN)  # back to the line, uncounted
         self._relay_owed(report)
         return DrainEnding.STOPPED
@@ -332,11 +338,14 @@ class Drain:
     def _relay_due(self, busy: bool) -> bool:
         """Whether this step relays (``busy``: it ran a job and the claim saw more waiting). Its own commits:
         behind a backlog once per batch window, else at once (and at the backlog's last job).
-        Anyone's events: when the last pass left some, when the outbox doorbell rang, and on every look
-        that no doorbell caused (a due backoff or claim expiry, the poll: events a dead drain left).
+        Anyone's events: when the last pass left some, when the outbox doorbell rang (heard parked or
+        between busy steps), every ``poll_seconds`` while busy, and on every look that no doorbell caused
+        (a due backoff or claim expiry, the poll: events a dead drain left).
         Woken by the jobs doorbell for a job another drain took, it does not look at the outbox."""
         if self._owed:
             return not busy or not self._behind or self.monotonic() - self._relayed_at >= self.batch_window
+        if wakeups.OUTBOX in self._heard or (busy and self.monotonic() - self._relayed_at >= self.poll_seconds):
+            return True  # heard while busy, or busy for a poll interval: events no doorbell announces
         looked = self._woken is not None and (not self._woken or wakeups.OUTBOX in self._woken)
         return self._relay_more or looked
 
@@ -348,6 +357,7 @@ class Drain:
         # unless a failure set a backoff since (the claim did not see that).
         self._read = relayed.read if not (relayed.failed or relayed.released) else None
         self._relayed_at, self._owed = self.monotonic(), False
+        self._heard.discard(wakeups.OUTBOX)
         report.published += relayed.published
         return relayed
 
@@ -376,6 +386,18 @@ class Drain:
             log.warning("drain.database_error", worker=self.worker_id, error_type=type(exc).__name__)
             drop_connection()
 
+    def _hear(self, listener: wakeups.Listener | None) -> None:
+        """Between busy steps, take the doorbells rung since (no wait, no statement): a busy drain whose
+        commits hand their events off owes the relay nothing, yet other events (a decision's, a webhook
+        retry's) are announced only by the outbox doorbell, and a jobs doorbell taken here must still
+        end the next park."""
+        if listener is None or not (rung := listener.wait(0.0)):
+            return
+        if wakeups.JOBS in rung:
+            by = transaction_ids(listener.payloads.get(wakeups.JOBS))
+            self._heard_by = None if by is None or self._heard_by is None else self._heard_by | by
+        self._heard |= rung
+
     def _record_presence(self, *, progress: bool) -> None:
         now = self.monotonic()
         if now - self._presence_at >= (PRESENCE_BUSY_SECONDS if progress else PRESENCE_IDLE_SECONDS):
@@ -392,6 +414,12 @@ class Drain:
         ``visible_at`` comes from the enqueuing host's). Likewise after a park that ended for its presence
         record alone: it records it and parks on until the deadline it had, without a look.
         """
+        if wakeups.JOBS in self._heard:  # rung while it was busy: woken already
+            report.wakeups += 1
+            self._woken, self._woke_by = set(self._heard), self._heard_by
+            self._heard, self._heard_by = set(), frozenset()
+            self._presence_only = False
+            return
         resumed = self._lost_race or self._beat  # a re-park continues the park it interrupted
         now = self.monotonic()
         if resumed and self._park_deadline is not None and self._park_deadline > now:

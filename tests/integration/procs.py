@@ -50,14 +50,17 @@ def clock_at(iso: str):
 
 def work(args: dict[str, Any]) -> None:
     """One process_once; with ``crash`` set, the injector SIGKILLs this process at that point; with
-    ``claim_next``, its commit claims the next job (said as ``carried``)."""
+    ``claim_next``, its commit claims the next job (said as ``carried``); with ``hand_off``, its commit
+    hands its event to review (said as ``handed_off``)."""
     from pipeline.crash import NO_CRASH, CrashInjector
+    from pipeline.relay import commit_hand_off
     from pipeline.worker import process_once
 
     crash = CrashInjector.parse(args["crash"], kill=True) if args.get("crash") else NO_CRASH
     out = process_once(args["worker"], clock=clock_at(args["now"]), lease_seconds=args["lease_seconds"],
-                       crash=crash, claim_next=(lambda: True) if args.get("claim_next") else None)
-    say(outcome=out.outcome, job_id=out.job_id, fence=out.fence,
+                       crash=crash, claim_next=(lambda: True) if args.get("claim_next") else None,
+                       hand_off=commit_hand_off(None) if args.get("hand_off") else None)
+    say(outcome=out.outcome, job_id=out.job_id, fence=out.fence, handed_off=out.handed_off,
         carried=out.carried.lease.job_id if out.carried is not None else None)
 
 

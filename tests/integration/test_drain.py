@@ -134,6 +134,42 @@ def test_behind_a_backlog_a_drain_relays_its_commits_in_batches(window, waited, 
     assert Attempt.objects.filter(commit_seconds__isnull=False).count() == 5
 
 
+def test_a_busy_drain_whose_commits_hand_off_still_publishes_what_another_process_rang_for():
+    """Behind a backlog every commit hands its event to review, so the drain owes the relay nothing; an
+    event someone else wrote (here a decision's) rings the outbox doorbell, which the drain hears between
+    its busy steps and publishes at its next one, not once the backlog is done."""
+    from django.db import transaction
+
+    from pipeline import outbox
+    from pipeline.runtime import wakeups
+
+    for n in range(6):
+        queue.enqueue("acme", f"doc-{n}", 1, invoice(n))
+    stop = StopState()
+    seen: dict[str, Any] = {"calls": 0}
+    ours = wakeups.Listener([wakeups.OUTBOX])  # tells the test when the doorbell has gone out
+
+    def extractor(document: Any, checkpoint: Any) -> dict[str, Any]:
+        seen["calls"] += 1
+        if seen["calls"] == 1:
+            with transaction.atomic():
+                seen["event"] = outbox.emit("acme", "review.decided", "acme:decision:1", {"review_id": 1})
+            assert wakeups.OUTBOX in ours.wait(10)  # rung: every listener has it now
+        if seen["calls"] == 5:  # still busy: a job is left after this one
+            event = OutboxEvent.objects.get(event_id=seen["event"])
+            seen["published_while_busy"] = event.published_at is not None
+        if seen["calls"] == 6:
+            stop.requested.set()
+        return invoice_extractor(document, checkpoint)
+
+    try:
+        report = Drain("node:1", max_seconds=60, poll_seconds=60, extractor=extractor, stop=stop).run()
+    finally:
+        ours.close()
+    assert report.jobs == 6 and seen["published_while_busy"] is True
+    assert OutboxEvent.objects.filter(published_at__isnull=True).count() == 0
+
+
 def test_a_drain_that_ends_publishes_the_commits_it_owes():
     """A drain relays its own commits (it rings no doorbell for them): ending within the window, it
     publishes them before it goes."""

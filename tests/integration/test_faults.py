@@ -82,6 +82,19 @@ def test_a_commit_cut_after_it_landed_is_recognised_and_never_repeated(children,
     assert one_of_each(KEY) == (1, 1, 1)
 
 
+def test_a_handed_off_commit_cut_after_it_landed_is_recognised_as_handed_off(children, proxy):
+    """Its answer lost, the commit is read back: the event went to review with it (published as it was
+    written), so the worker owes no relay pass, and there is one review."""
+    (job_id,) = enqueue_jobs(1, FrozenClock(T0))
+    proxy.cut_after_commit(b"relayops_commit_result")
+    said = children("work", port=proxy.port, worker="w1", now=T0.isoformat(), lease_seconds=30,
+                    hand_off=True).finish()[-1]
+    assert proxy.cuts == 1
+    assert (said["outcome"], said["fence"], said["handed_off"]) == ("committed", 1, True)
+    assert attempt_codes(job_id) == [(1, 1, "")]
+    assert one_of_each(KEY) == (1, 1, 1)  # no relay pass ran
+
+
 def test_a_commit_cut_after_it_landed_with_the_next_job_s_claim_gives_that_job_back_uncounted(children, proxy):
     """The connection dies after a commit that also claimed the next job: the commit is recognised, and
     the claim the worker never saw is given back at once, uncounted, instead of expiring."""

@@ -178,3 +178,23 @@ def test_a_publisher_s_wants_is_read_in_the_commit_for_the_event_s_tenant(clock,
     hand_off = commit_hand_off(FanoutPublisher([ConsumerPublisher(), Particular()]))
     outcome = commit_result_with_event(leased(clock, tenant=tenant), FIELDS, clock=clock, hand_off=hand_off)
     assert outcome.handed_off is handed_off
+
+
+class Broken(Silent):
+    wants = "{event}.no_such_column = 1"  # fails in the database
+
+
+class Unformattable(Silent):
+    wants = "{no_such_placeholder}"  # fails before it
+
+
+@pytest.mark.parametrize("publisher", [Broken, Unformattable])
+def test_a_publisher_s_wants_that_fails_costs_the_job_nothing_and_its_event_goes_through_the_relay(
+        clock, publisher, caplog):
+    """What a caller adds to the commit is not the job's: should it fail, the commit runs alone."""
+    hand_off = commit_hand_off(FanoutPublisher([ConsumerPublisher(), publisher()]))
+    outcome = commit_result_with_event(leased(clock), FIELDS, clock=clock, hand_off=hand_off)
+    assert not outcome.handed_off and Job.objects.get().status == "succeeded"
+    assert (pending_events(), Review.objects.count()) == (1, 0)
+    assert "commit.extras_" in caplog.text
+    assert relay.publish_pending(clock=clock).published == 1 and Review.objects.count() == 1
