@@ -151,7 +151,7 @@ def test_a_busy_drain_whose_commits_hand_off_still_publishes_what_another_proces
 
     def extractor(document: Any, checkpoint: Any) -> dict[str, Any]:
         seen["calls"] += 1
-        if seen["calls"] == 1:
+        if seen["calls"] == 2:  # past its first step (which looks at the outbox as any drain's start does)
             with transaction.atomic():
                 seen["event"] = outbox.emit("acme", "review.decided", "acme:decision:1", {"review_id": 1})
             assert wakeups.OUTBOX in ours.wait(10)  # rung: every listener has it now
@@ -168,6 +168,33 @@ def test_a_busy_drain_whose_commits_hand_off_still_publishes_what_another_proces
         ours.close()
     assert report.jobs == 6 and seen["published_while_busy"] is True
     assert OutboxEvent.objects.filter(published_at__isnull=True).count() == 0
+
+
+def test_a_jobs_doorbell_heard_between_busy_steps_ends_the_next_park_at_once():
+    """Taking the doorbells between busy steps empties the listener: a jobs doorbell among them must still
+    wake the drain, so its next park ends at once (no wait for the poll), woken by the jobs doorbell."""
+    import time
+
+    from pipeline.runtime import wakeups
+    from pipeline.runtime.drain import DrainReport
+
+    listener = wakeups.Listener([wakeups.JOBS, wakeups.OUTBOX])
+    try:
+        drain = Drain("node:1", max_seconds=60, poll_seconds=60)
+        ours = wakeups.Listener([wakeups.JOBS])
+        queue.enqueue("acme", "doc-0", 1, invoice(0))
+        try:
+            assert wakeups.JOBS in ours.wait(10)  # rung: the drain's listener has it too
+        finally:
+            ours.close()
+        drain._hear(listener)
+        assert listener.wait(0.0) == set()  # taken: the listener has nothing left
+        report = DrainReport()
+        began = time.monotonic()
+        drain._park(listener, time.monotonic() + 60, report)
+        assert time.monotonic() - began < 5 and report.wakeups == 1 and drain._woken == {wakeups.JOBS}
+    finally:
+        listener.close()
 
 
 def test_a_drain_that_ends_publishes_the_commits_it_owes():
