@@ -309,7 +309,7 @@ class Drain:
         if self._job_work is None:
             return self.work(self.worker_id)
         carried, self._carried = self._carried, None
-        presence = self._presence_write() if self.monotonic() - self._presence_at >= PRESENCE_BUSY_SECONDS else None
+        presence = self._presence_write() if self._presence_due(progress=True) else None
         done = self._job_work(self.worker_id, carried=carried, claim_next=self._may_claim_next,
                               also_read=self._also_read(), also_write=presence)
         self._carried = done.carried
@@ -398,9 +398,12 @@ class Drain:
             self._heard_by = None if by is None or self._heard_by is None else self._heard_by | by
         self._heard |= rung
 
+    def _presence_due(self, *, progress: bool) -> bool:
+        return self.monotonic() - self._presence_at >= (PRESENCE_BUSY_SECONDS if progress else PRESENCE_IDLE_SECONDS)
+
     def _record_presence(self, *, progress: bool) -> None:
-        now = self.monotonic()
-        if now - self._presence_at >= (PRESENCE_BUSY_SECONDS if progress else PRESENCE_IDLE_SECONDS):
+        if self._presence_due(progress=progress):
+            now = self.monotonic()
             liveness.record_presence(self.worker_id, self.clock.now(), progress=progress)
             self._presence_at = now
 
