@@ -40,6 +40,24 @@ class Publisher(Protocol):
     def publish(self, event: Event) -> None: ...
 
 
+def declared_wants(publisher: object) -> str | None:
+    """``publisher``'s ``wants`` (see Publisher), if it says it for the way it publishes: set on the
+    instance, or declared by a class at least as derived as the ones whose ``publish`` and
+    ``publish_batch`` it runs. A subclass that publishes its own way inherits no promise about what it
+    wants, so it gets every event through the relay."""
+    wants = getattr(publisher, "wants", None)
+    if not isinstance(wants, str) or not wants.strip():
+        return None
+    if "wants" in getattr(publisher, "__dict__", {}):
+        return wants
+    mro = type(publisher).__mro__
+
+    def where(name: str) -> int:
+        return next((n for n, cls in enumerate(mro) if name in vars(cls)), len(mro))
+
+    return wants if where("wants") <= min(where("publish"), where("publish_batch")) else None
+
+
 @dataclass
 class BatchOutcome:
     """What publishing a batch did: the events whose publication failed (with the error) and those not

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from pipeline.events import BatchOutcome, Event, Publisher, at_least_one, publish_each
+from pipeline.events import BatchOutcome, Event, Publisher, at_least_one, declared_wants, publish_each
 from pipeline.extraction.document import Extractor
 from pipeline.extraction.rules import invoice_extractor
 from pipeline.relay import ConsumerPublisher
@@ -88,8 +88,8 @@ class FanoutPublisher:
     @property
     def wants(self) -> str | None:
         """When any publisher wants an event (pipeline.events.Publisher), or None if one does not say."""
-        wants = [getattr(p, "wants", None) for p in self.publishers]
-        if not all(isinstance(w, str) and w.strip() for w in wants):
+        wants = [declared_wants(p) for p in self.publishers]
+        if not all(wants):
             return None
         return " OR ".join(f"({w})" for w in wants)
 

@@ -19,7 +19,7 @@ from pipeline.clock import Clock, system_clock
 from pipeline.consumer import REVIEW_CONSUMER, ReviewHandoffConsumer
 from pipeline.crash import NO_CRASH, CrashInjector
 from pipeline.errors import InvalidInputError
-from pipeline.events import BatchOutcome, Event, PublishError, Publisher, publish_each
+from pipeline.events import BatchOutcome, Event, PublishError, Publisher, declared_wants, publish_each
 from pipeline.models import MAX_PUBLISH_ATTEMPTS, OutboxEvent
 from pipeline.outbox import RESULT_TOPIC, HandOff
 from pipeline.reconnect import CONNECTION_ERRORS
@@ -185,7 +185,8 @@ def commit_hand_off(publisher: Publisher | None) -> HandOff | None:
     publishers: when the review consumer comes first (the default's ``review-handoff``) and every publisher
     after it declares when it ``wants`` an event, the commit hands off an event none of them wants. None
     when a publisher comes first that is not the consumer, or one after it does not say (it gets every
-    event through the relay), or on SQLite (its commit is Python's steps: the relay hands off)."""
+    event through the relay), or on SQLite (its commit is Python's steps: the relay hands off). A ``wants``
+    that does not format as SQL is refused here, once (logged), not at every commit."""
     if connection.vendor != "postgresql":
         return None
     first, rest = _split(publisher or ConsumerPublisher())
@@ -193,10 +194,16 @@ def commit_hand_off(publisher: Publisher | None) -> HandOff | None:
         return None
     if rest is None:
         return HandOff(REVIEW_CONSUMER)
-    wants = getattr(rest, "wants", None)
-    if not isinstance(wants, str) or not wants.strip():
+    wants = declared_wants(rest)
+    if wants is None:
         return None
-    return HandOff(REVIEW_CONSUMER, f"NOT ({wants})")
+    when = f"NOT ({wants})"
+    try:
+        sql.hand_off_argument(when)
+    except (KeyError, IndexError, ValueError) as exc:
+        log.warning("relay.hand_off_refused", publisher=type(rest).__name__, error_type=type(exc).__name__)
+        return None
+    return HandOff(REVIEW_CONSUMER, when)
 
 
 def _split(publisher: Publisher) -> tuple[bool, Publisher | None]:

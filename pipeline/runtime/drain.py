@@ -339,13 +339,14 @@ class Drain:
         """Whether this step relays (``busy``: it ran a job and the claim saw more waiting). Its own commits:
         behind a backlog once per batch window, else at once (and at the backlog's last job).
         Anyone's events: when the last pass left some, when the outbox doorbell rang (heard parked or
-        between busy steps), every ``poll_seconds`` while busy, and on every look that no doorbell caused
-        (a due backoff or claim expiry, the poll: events a dead drain left).
-        Woken by the jobs doorbell for a job another drain took, it does not look at the outbox."""
+        between busy steps), once ``poll_seconds`` have passed since its last pass (a drain woken for job
+        after job never parks long enough for the poll), and on every look that no doorbell caused (a due
+        backoff or claim expiry, the poll: events a dead drain left). Woken by the jobs doorbell for a job
+        another drain took, it does not look at the outbox sooner than that."""
         if self._owed:
             return not busy or not self._behind or self.monotonic() - self._relayed_at >= self.batch_window
-        if wakeups.OUTBOX in self._heard or (busy and self.monotonic() - self._relayed_at >= self.poll_seconds):
-            return True  # heard while busy, or busy for a poll interval: events no doorbell announces
+        if wakeups.OUTBOX in self._heard or self.monotonic() - self._relayed_at >= self.poll_seconds:
+            return True  # heard while busy, or a poll interval without a pass: events no doorbell announces
         looked = self._woken is not None and (not self._woken or wakeups.OUTBOX in self._woken)
         return self._relay_more or looked
 
@@ -373,11 +374,12 @@ class Drain:
             raise
 
     def _relay_owed(self, report: DrainReport) -> None:
-        """Publish this drain's last commits before it ends (it rang no doorbell for them), and record
-        the commits' times it kept."""
+        """Publish this drain's last commits before it ends (it rang no doorbell for them) and what an
+        outbox doorbell it heard between busy steps announced, and record the commits' times it kept."""
         try:
             passes = 0
-            while self.outbox and (self._owed or self._relay_more) and passes < OWED_PASSES:
+            while (self.outbox and (self._owed or self._relay_more or wakeups.OUTBOX in self._heard)
+                   and passes < OWED_PASSES):
                 relayed, passes = self._relay(report), passes + 1
                 self._relay_more = relayed.claimed >= self.batch_size
             if self.commit_times:
@@ -422,6 +424,7 @@ class Drain:
             self._woken, self._woke_by = set(self._heard), self._heard_by
             self._heard, self._heard_by = set(), frozenset()
             self._presence_only = False
+            self._parked_at = self.monotonic()  # it did not idle: its connection needs no check
             return
         resumed = self._lost_race or self._beat  # a re-park continues the park it interrupted
         now = self.monotonic()

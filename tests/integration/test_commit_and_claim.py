@@ -228,3 +228,18 @@ def test_a_carried_job_whose_lease_was_lost_while_it_waited_is_not_worked_on():
 
     again = process_once("w1", heartbeat=True, carried=done.carried, extractor=extractor)
     assert again.outcome == "lease_lost" and ran == []
+
+
+def test_a_raw_statement_s_rows_are_keyed_by_its_column_names_as_the_server_sent_them():
+    """``sql.fetch`` reads the names from PostgreSQL's result rather than psycopg's column descriptions:
+    the same names, in the same order, quoted and non-ASCII ones included."""
+    from pipeline import sql
+
+    statement = 'SELECT 1 AS id, %(word)s AS "Größe", NULL::timestamptz AS "lease until", 2 AS id2'
+    rows = sql.fetch(statement, {"word": "x"})
+    with connection.cursor() as cursor:
+        cursor.execute(statement, {"word": "x"})
+        described = [column[0] for column in cursor.description]
+    assert list(rows[0]) == described == ["id", "Größe", "lease until", "id2"]
+    assert rows == [{"id": 1, "Größe": "x", "lease until": None, "id2": 2}]
+    assert sql.fetch("SELECT 1 AS id WHERE false", {}) == []

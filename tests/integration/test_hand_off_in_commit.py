@@ -188,13 +188,59 @@ class Unformattable(Silent):
     wants = "{no_such_placeholder}"  # fails before it
 
 
-@pytest.mark.parametrize("publisher", [Broken, Unformattable])
+@pytest.mark.parametrize("publisher, refused", [(Broken, "commit.extras_failed"),
+                                               (Unformattable, "relay.hand_off_refused")])
 def test_a_publisher_s_wants_that_fails_costs_the_job_nothing_and_its_event_goes_through_the_relay(
-        clock, publisher, caplog):
-    """What a caller adds to the commit is not the job's: should it fail, the commit runs alone."""
+        clock, publisher, refused, caplog):
+    """What a caller adds to the commit is not the job's: should it fail, the commit runs alone. A
+    ``wants`` that does not even format is refused once, when the drain asks, not at every commit."""
     hand_off = commit_hand_off(FanoutPublisher([ConsumerPublisher(), publisher()]))
+    assert (hand_off is None) is (publisher is Unformattable)
     outcome = commit_result_with_event(leased(clock), FIELDS, clock=clock, hand_off=hand_off)
     assert not outcome.handed_off and Job.objects.get().status == "succeeded"
     assert (pending_events(), Review.objects.count()) == (1, 0)
-    assert "commit.extras_" in caplog.text
+    assert refused in caplog.text
     assert relay.publish_pending(clock=clock).published == 1 and Review.objects.count() == 1
+
+
+class Louder(Particular):
+    """Delivers every event its own way: the ``wants`` it inherits does not speak for it."""
+
+    def publish(self, event) -> None:
+        pass
+
+
+class Batching(Particular):
+    def publish_batch(self, events, out_of_time):
+        pass
+
+
+class Said(Silent):
+    def __init__(self) -> None:
+        self.wants = "{event}.tenant = 'initech'"
+
+
+def test_a_subclass_that_publishes_its_own_way_does_not_inherit_what_its_parent_wants():
+    def condition(publisher):
+        hand_off = commit_hand_off(FanoutPublisher([ConsumerPublisher(), publisher]))
+        return hand_off and hand_off.when
+
+    assert condition(Particular()) == "NOT ({event}.tenant = 'globex')"  # declared below Silent's publish
+    assert condition(Louder()) is None and condition(Batching()) is None
+    assert condition(Said()) == "NOT ({event}.tenant = 'initech')"  # the instance says it
+
+    class Quieter(Louder):
+        wants = "false"
+
+    assert condition(Quieter()) == "NOT (false)"
+
+
+
+def test_what_a_commit_reads_for_its_caller_comes_back_with_it_and_a_read_of_no_row_loses_nothing(clock):
+    outcome = commit_result_with_event(leased(clock), FIELDS, clock=clock, hand_off=HAND_OFF,
+                                       also_read="SELECT 7 AS also_seven")
+    assert outcome.read == {"also_seven": 7} and outcome.handed_off
+    second = commit_result_with_event(leased(clock, "inv-2"), FIELDS, clock=clock, hand_off=HAND_OFF,
+                                      also_read="SELECT 7 AS also_seven WHERE false")
+    assert second.read == {"also_seven": None} and second.handed_off
+    assert (Result.objects.count(), Review.objects.count(), pending_events()) == (2, 2, 0)
