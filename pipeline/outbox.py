@@ -49,8 +49,8 @@ class CommitOutcome:
     handed_off: bool = False
     # With ``also_read``: the caller's one-row read, made in the commit's statement (``also_*`` columns).
     read: dict[str, Any] | None = None
-    # With ``also_write``: the rows the caller's write returned (None: it did not run).
-    written: int | None = None
+    # With ``also_write``: the rows each of the caller's writes returned (None: they did not run).
+    written: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class HandOff:
 def commit_result_with_event(
     lease: Lease, result: Any, *, topic: str = RESULT_TOPIC, clock: Clock = system_clock,
     report: AttemptReport | None = None, announce: bool = True, claim_next: dict[str, Any] | None = None,
-    hand_off: HandOff | None = None, also_read: str | None = None, also_write: str | None = None,
+    hand_off: HandOff | None = None, also_read: str | None = None, also_write: tuple[str, ...] = (),
 ) -> CommitOutcome:
     """Write the result, its outbox event and the job's completion (its attempt closed with ``report``,
     what the extraction spent) in one transaction: on PostgreSQL one round trip, the server-side
@@ -89,10 +89,10 @@ def commit_result_with_event(
     written already published (``handed_off``), no doorbell rung: nothing is left for a relay. Otherwise,
     or when a review already exists for the key, the event waits for the relay as before. ``also_read``
     (PostgreSQL, without ``claim_next``): a one-row SELECT (literal SQL, its columns named ``also_*``) run
-    in the commit's statement and snapshot, returned as ``read``. ``also_write`` (PostgreSQL): a
-    data-modifying statement with a RETURNING clause (literal SQL: a drain's presence record) run in the
-    commit's statement and transaction, whatever the commit's outcome (a conflict rolls it back with the
-    commit); ``written`` is the number of rows it returned.
+    in the commit's statement and snapshot, returned as ``read``. ``also_write`` (PostgreSQL): data-modifying
+    statements, each with a RETURNING clause (literal SQL: a drain's presence record, its earlier commits'
+    times) run in the commit's statement and transaction, whatever the commit's outcome (a conflict rolls
+    them back with the commit); ``written`` is the number of rows each returned.
     """
     if not isinstance(lease, Lease):
         raise InvalidInputError("lease", "must be a Lease returned by lease_next")
@@ -149,7 +149,7 @@ def _commit_statement_by_statement(
 def _commit_in_one_call(
     lease: Lease, data: str, event_payload: str, topic: str, now: dt.datetime, report: AttemptReport | None,
     announce: bool, claim_next: dict[str, Any] | None, hand_off: HandOff | None, also_read: str | None,
-    also_write: str | None,
+    also_write: tuple[str, ...],
 ) -> CommitOutcome:
     columns = report.columns() if report is not None else dict.fromkeys(REPORT_COLUMNS)
     params = {
@@ -161,13 +161,14 @@ def _commit_in_one_call(
     if claim_next is not None:
         params.update(claim_now=claim_next["now"], claim_worker=claim_next["worker"],
                       claim_lease_until=claim_next["lease_until"])
-    extras = hand_off is not None or also_read is not None or also_write is not None
+    extras = hand_off is not None or also_read is not None or bool(also_write)
     try:
-        statement = _statement(claim_next is not None, hand_off.when if hand_off else None, also_read, also_write)
+        statement = sql.with_write(_statement(claim_next is not None, hand_off.when if hand_off else None, also_read),
+                                   also_write)
     except (KeyError, IndexError, ValueError) as exc:  # a publisher's ``wants`` that does not format
         log.warning("commit.extras_refused", job_id=lease.job_id, error_type=type(exc).__name__)
         return _commit_in_one_call(lease, data, event_payload, topic, now, report, announce, claim_next, None,
-                                   None, None)
+                                   None, ())
     # In autocommit the call is its own transaction; inside the caller's, a savepoint keeps a refused
     # commit from aborting the rest of it.
     try:
@@ -184,7 +185,7 @@ def _commit_in_one_call(
         # fault to lose, so it runs again without them (its event then waits for the relay).
         log.warning("commit.extras_failed", job_id=lease.job_id, error_type=type(exc).__name__, sqlstate=sqlstate)
         return _commit_in_one_call(lease, data, event_payload, topic, now, report, announce, claim_next, None,
-                                   None, None)
+                                   None, ())
     row = rows[0]
     if row["outcome"] == "stale":
         raise StaleLeaseError(lease.job_id, lease.fence)
@@ -193,17 +194,24 @@ def _commit_in_one_call(
         _log_handed_off(lease)
     return CommitOutcome(result_id=row["result_id"], event_id=row["event_id"], deduped=row["outcome"] == "deduped",
                          claimed=claimed, claim_seconds=row.get("claim_seconds") or 0.0,
-                         handed_off=row["handed_off"], written=row.get("also_written"),
-                         read={k: v for k, v in row.items() if k.startswith("also_") and k != "also_written"}
+                         handed_off=row["handed_off"], written=_written(row, len(also_write)),
+                         read={k: v for k, v in row.items() if k.startswith("also_") and not k.startswith(WRITTEN)}
                          if also_read else None)
 
 
+WRITTEN = "also_written_"  # the columns of the rows each caller's write returned (sql.with_write)
+
+
+def _written(row: dict[str, Any], writes: int) -> tuple[int, ...] | None:
+    return tuple(row[f"{WRITTEN}{n}"] for n in range(writes)) if writes else None
+
+
 @functools.lru_cache(maxsize=64)
-def _statement(claim: bool, hand_off: str | None, also: str | None, write: str | None) -> str:
-    """The commit's statement: with the next job's claim, or with the caller's read, or alone; with the
-    caller's write, if any."""
+def _statement(claim: bool, hand_off: str | None, also: str | None) -> str:
+    """The commit's statement: with the next job's claim, or with the caller's read, or alone (the caller's
+    writes are added to it per call: their text changes)."""
     template = sql.COMMIT_RESULT_AND_CLAIM if claim else sql.COMMIT_RESULT_AND_READ if also else sql.COMMIT_RESULT
-    return sql.with_write(template.format(hand_off=sql.hand_off_argument(hand_off), also=also), write)
+    return template.format(hand_off=sql.hand_off_argument(hand_off), also=also)
 
 
 def landed(lease: Lease, topic: str = RESULT_TOPIC) -> CommitOutcome | None:

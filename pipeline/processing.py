@@ -55,7 +55,7 @@ class WorkOutcome:
     carried: Carried | None = None  # the next job, claimed with this one's commit (``claim_next``)
     handed_off: bool = False  # its event went to review with the commit (``hand_off``): nothing to relay
     read: dict[str, Any] | None = None  # the caller's ``also_read``, read with the commit
-    written: int | None = None  # the rows the caller's ``also_write`` returned (None: no commit ran it)
+    written: tuple[int, ...] | None = None  # the rows each ``also_write`` returned (None: no commit ran them)
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def process_once(
     claim_next: Callable[[], bool] | None = None,
     hand_off: HandOff | None = None,
     also_read: str | None = None,
-    also_write: str | None = None,
+    also_write: Callable[[], tuple[str, ...]] | None = None,
 ) -> WorkOutcome:
     """Process at most one job. Extraction may run more than once for a job (at-least-once
     execution); the fenced commit makes its effect happen once. An attempt that would start past
@@ -120,8 +120,8 @@ def process_once(
     when the job's claim saw another job waiting and ``claim_next()`` says yes as the commit starts (a
     worker asked to stop says no), the commit claims the next job in the same call
     (``WorkOutcome.carried``, for the next unit of work to run or release). ``hand_off``, ``also_read`` and
-    ``also_write`` go to the commit (``outbox.commit_result_with_event``); the read only when it claims
-    nothing.
+    what ``also_write()`` returns as the commit starts go to the commit (``outbox.commit_result_with_event``);
+    the read only when it claims nothing.
     """
     if carried is not None:
         lease: queue.Lease | None = carried.lease
@@ -149,7 +149,7 @@ def _process_lease(
     crash: CrashInjector, clock: Clock, lease_seconds: float | None, heartbeat: bool, policy: RetryPolicy,
     budget: Budget | None, prices: Prices | None, announce: bool, commit_times: list[tuple[int, int, float]] | None,
     beat: Heartbeat | None = None, claim_next: Callable[[], bool] | None = None, hand_off: HandOff | None = None,
-    also_read: str | None = None, also_write: str | None = None,
+    also_read: str | None = None, also_write: Callable[[], tuple[str, ...]] | None = None,
 ) -> WorkOutcome:
     crash("after_lease")
     # A first attempt has spent nothing yet (a released one recorded nothing): only retries are checked.
@@ -164,7 +164,8 @@ def _process_lease(
         committing = time.monotonic()
         claim = (queue.claim_params(lease.worker_id, lease_seconds=lease_seconds, clock=clock)
                  if claim_next is not None and claim_next() else None)
-        outcome = _commit(lease, fields, clock, meter.report, announce, claim, hand_off, also_read, also_write)
+        writes = also_write() if also_write is not None else ()
+        outcome = _commit(lease, fields, clock, meter.report, announce, claim, hand_off, also_read, writes)
         commit_seconds = max(time.monotonic() - committing - outcome.claim_seconds, 0.0)
     except (LeaseLostError, StaleLeaseError):
         log.warning("job.lease_lost", **job_fields(lease, Outcome.LEASE_LOST, inference_seconds=_inference(meter)))
@@ -226,7 +227,7 @@ def _extract(lease: queue.Lease, meter: Meter, validator: Callable[[dict[str, An
 
 def _commit(lease: queue.Lease, fields: dict[str, Any], clock: Clock, report: AttemptReport | None,
             announce: bool, claim: dict[str, Any] | None, hand_off: HandOff | None,
-            also_read: str | None, also_write: str | None) -> CommitOutcome:
+            also_read: str | None, also_write: tuple[str, ...]) -> CommitOutcome:
     try:
         return commit_result_with_event(lease, fields, clock=clock, report=report, announce=announce,
                                         claim_next=claim, hand_off=hand_off, also_read=also_read,

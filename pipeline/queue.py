@@ -314,18 +314,39 @@ def record_commit_seconds(lease: Lease, seconds: float) -> bool:
 
 def record_commit_times(times: list[tuple[int, int, float]]) -> int:
     """Keep many commits' times, ``(job_id, fence, seconds)`` each, in one statement (a drain records
-    its commits' times with its next relay pass). Changes nothing on the jobs. Returns the rows written."""
-    if not times:
+    those its commits did not carry: ``commit_times_write``). Changes nothing on the jobs. Returns the
+    rows written."""
+    rows = _commit_time_rows(times)
+    if not rows:
         return 0
-    rows = [(check_int("job_id", job_id, low=1), check_int("fence", fence, low=1),
-             max(check_number("seconds", seconds, above=-1, high=86400), 0.0)) for job_id, fence, seconds in times]
     if connection.vendor != "postgresql":
         return sum(Attempt.objects.filter(job_id=job_id, fence=fence).update(commit_seconds=seconds)
                    for job_id, fence, seconds in rows)
     with connection.cursor() as cursor:
-        cursor.execute(sql.RECORD_COMMIT_TIMES, {"jobs": [r[0] for r in rows], "fences": [r[1] for r in rows],
-                                                 "seconds": [r[2] for r in rows]})
+        cursor.execute(sql.RECORD_COMMIT_TIMES, _commit_time_arrays(rows))
         return cursor.rowcount
+
+
+def commit_times_write(times: list[tuple[int, int, float]]) -> str | None:
+    """``record_commit_times(times)`` as literal SQL with ``RETURNING 1``, for another statement of the
+    drain's to run with its own (its next commit's: ``outbox.commit_result_with_event``'s ``also_write``),
+    so a drain's commits' times cost no round trip of their own. PostgreSQL only (None else, or when
+    ``times`` is empty)."""
+    rows = _commit_time_rows(times)
+    if not rows or connection.vendor != "postgresql":
+        return None
+    postgresql_ops: Any = connection.ops  # PostgreSQL's operations compose SQL with its literals
+    literal = postgresql_ops.compose_sql(sql.RECORD_COMMIT_TIMES.strip(), _commit_time_arrays(rows))
+    return literal.replace("%", "%%") + " RETURNING 1"
+
+
+def _commit_time_rows(times: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    return [(check_int("job_id", job_id, low=1), check_int("fence", fence, low=1),
+             max(check_number("seconds", seconds, above=-1, high=86400), 0.0)) for job_id, fence, seconds in times]
+
+
+def _commit_time_arrays(rows: list[tuple[int, int, float]]) -> dict[str, list[Any]]:
+    return {"jobs": [r[0] for r in rows], "fences": [r[1] for r in rows], "seconds": [r[2] for r in rows]}
 
 
 def ack(lease: Lease, *, clock: Clock = system_clock) -> None:

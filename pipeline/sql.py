@@ -253,15 +253,17 @@ LEFT JOIN ({{also}}) AS also ON true
 """
 
 
-def with_write(statement: str, write: str | None) -> str:
+def with_write(statement: str, writes: tuple[str, ...]) -> str:
     """``statement`` (one of the commit's, its function's row aliased ``committed``) with the caller's own
-    data-modifying statement ``write`` (literal SQL with a RETURNING clause) in the same statement and
-    transaction, and a column ``also_written``: the rows it returned."""
-    if write is None:
+    data-modifying statements ``writes`` (literal SQL, each with a RETURNING clause) in the same statement
+    and transaction, and a column ``also_written_N`` for each: the rows the Nth returned."""
+    if not writes:
         return statement
     select, rest = statement.strip().split(" ", 1)
     assert select == "SELECT", statement
-    return f"WITH written AS ({write}) SELECT (SELECT count(*) FROM written) AS also_written, {rest}"
+    ctes = ", ".join(f"written_{n} AS ({write})" for n, write in enumerate(writes))
+    counts = ", ".join(f"(SELECT count(*) FROM written_{n}) AS also_written_{n}" for n in range(len(writes)))
+    return f"WITH {ctes} SELECT {counts}, {rest}"
 
 
 def hand_off_argument(when: str | None) -> str:
@@ -276,7 +278,8 @@ def hand_off_argument(when: str | None) -> str:
     return f"COALESCE((SELECT ({when.format(event='pipeline_outboxevent')}) FROM {event}), false)"
 
 
-# Many commits' times onto their attempt rows in one statement (parallel arrays: job, fence, seconds).
+# Many commits' times onto their attempt rows in one statement (parallel arrays: job, fence, seconds); with
+# RETURNING 1 it is also a write another statement of the drain's runs with its own (a commit's).
 RECORD_COMMIT_TIMES = """
 UPDATE pipeline_attempt SET commit_seconds = t.seconds
 FROM unnest(%(jobs)s::bigint[], %(fences)s::bigint[], %(seconds)s::float8[]) AS t(job_id, fence, seconds)

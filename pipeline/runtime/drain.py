@@ -118,6 +118,9 @@ class Drain:
         if self.batch_window < 0:
             raise InvalidInputError("batch_window_seconds", "must be 0 (no batching) or more")
         self._relayed_at = monotonic()  # a window starts with the drain
+        # When a commit's read last saw nothing a relay pass would take (no event never tried and unclaimed,
+        # no claim or backoff ended): as good as a pass for the poll, at no statement of its own.
+        self._outbox_clear_at = -math.inf
         self._owed = False  # this drain committed events it has not relayed yet
         self._behind = False  # its last job waited in line BEHIND_SECONDS or more
         self._relay_more = True  # the last relay pass may have left events (it filled its batch, or gave some back)
@@ -131,7 +134,8 @@ class Drain:
         # then, and the step after it records the presence alone and parks on (_beat).
         self._presence_only = False
         self._beat = False
-        # The commits' times, kept until COMMIT_TIMES_SECONDS have passed or a batch's worth is kept.
+        # The commits' times, kept until COMMIT_TIMES_SECONDS have passed or a batch's worth is kept, then
+        # carried by the next commit (PostgreSQL) or written in one statement.
         self.commit_times: list[tuple[int, int, float]] = []
         self._times_recorded_at = monotonic()
         # A drain that relays publishes its own commits at its next step: their doorbell would only wake
@@ -146,6 +150,7 @@ class Drain:
                 hand_off=relay.commit_hand_off(publisher))
         self.work: Work = work
         self._carried: Carried | None = None
+        self._writing: tuple[bool, int] = (False, 0)  # the running commit carries: (its presence, times kept)
         self._end = math.inf  # when the budget ends: a drain past it claims nothing with a commit
         # The host's turn to claim for drains the jobs doorbell woke (pipeline.runtime.wake_turn): opened
         # with the listener unless given.
@@ -271,10 +276,14 @@ class Drain:
                 self._relay_more = relay_more = relayed.claimed >= self.batch_size or relayed.released > 0
             elif done is not None:
                 self._read = done.read  # when it is next due, read by the commit: the park needs no look
-            if self.commit_times and (len(self.commit_times) >= self.batch_size
-                                      or self.monotonic() - self._times_recorded_at >= COMMIT_TIMES_SECONDS):
-                self._record_commit_times()
-            self._record_presence(progress=worked or relay_more)
+                if self.outbox and done.read is not None and self._outbox_clear(done.read):
+                    self._outbox_clear_at = self.monotonic()
+            if self.commit_times and self._times_due() and not (worked and self._carries_writes()):
+                self._record_commit_times()  # a step with a commit has them carried by the next one
+            # A busy drain's commits carry its presence once PRESENCE_BUSY_SECONDS have passed; a step that
+            # just committed records it alone only if no commit has for as long as an idle drain may wait.
+            self._record_presence(progress=worked or relay_more,
+                                  idle_pace=worked and self._carries_writes())
             self._lost_race = not worked and self._woken == {wakeups.JOBS}
             self._woken = None
         except DatabaseError as exc:
@@ -309,13 +318,34 @@ class Drain:
         if self._job_work is None:
             return self.work(self.worker_id)
         carried, self._carried = self._carried, None
-        presence = self._presence_write() if self._presence_due(progress=True) else None
         done = self._job_work(self.worker_id, carried=carried, claim_next=self._may_claim_next,
-                              also_read=self._also_read(), also_write=presence)
+                              also_read=self._also_read(), also_write=self._writes)
         self._carried = done.carried
-        if done.written:  # its commit recorded the drain's presence (with progress): none due for a while
-            self._presence_at = self.monotonic()
+        (presence, kept), self._writing = self._writing, (False, 0)
+        if done.written is not None:  # its commit ran the writes it asked for
+            if presence and done.written[0]:  # recorded the presence (with progress)
+                self._presence_at = self.monotonic()
+            if kept:  # wrote the times it held then (this commit's own came after)
+                del self.commit_times[:kept]
+                self._times_recorded_at = self.monotonic()
         return done
+
+    def _writes(self) -> tuple[str, ...]:
+        """Asked as a commit starts: what the commit carries of the drain's own writes, those due by then
+        (its presence, its earlier commits' times); remembered for when the commit has answered."""
+        presence = self._presence_write() if self._presence_due(progress=True) else None
+        kept = len(self.commit_times) if self._times_due() else 0
+        times = queue.commit_times_write(self.commit_times[:kept]) if kept else None
+        self._writing = (presence is not None, kept if times is not None else 0)
+        return tuple(write for write in (presence, times) if write is not None)
+
+    def _carries_writes(self) -> bool:
+        """Whether the built-in unit of work's commits carry the drain's presence and commits' times."""
+        return self._job_work is not None and self._presence_write() is not None
+
+    def _times_due(self) -> bool:
+        return (len(self.commit_times) >= self.batch_size
+                or self.monotonic() - self._times_recorded_at >= COMMIT_TIMES_SECONDS)
 
     def _may_claim_next(self) -> bool:
         """Asked as a commit starts: a drain stopping or past its budget claims nothing with it."""
@@ -339,14 +369,16 @@ class Drain:
         """Whether this step relays (``busy``: it ran a job and the claim saw more waiting). Its own commits:
         behind a backlog once per batch window, else at once (and at the backlog's last job).
         Anyone's events: when the last pass left some, when the outbox doorbell rang (heard parked or
-        between busy steps), once ``poll_seconds`` have passed since its last pass (a drain woken for job
-        after job never parks long enough for the poll), and on every look that no doorbell caused (a due
-        backoff or claim expiry, the poll: events a dead drain left). Woken by the jobs doorbell for a job
+        between busy steps), once ``poll_seconds`` have passed since its last look at the outbox (a drain
+        woken for job after job never parks long enough for the poll: a look is its last relay pass, or its
+        last commit's read that saw nothing a pass would take), and on every look that no doorbell caused
+        (a due backoff or claim expiry, the poll: events a dead drain left). Woken by the jobs doorbell for a job
         another drain took, it does not look at the outbox sooner than that."""
         if self._owed:
             return not busy or not self._behind or self.monotonic() - self._relayed_at >= self.batch_window
-        if wakeups.OUTBOX in self._heard or self.monotonic() - self._relayed_at >= self.poll_seconds:
-            return True  # heard while busy, or a poll interval without a pass: events no doorbell announces
+        looked_at = max(self._relayed_at, self._outbox_clear_at)
+        if wakeups.OUTBOX in self._heard or self.monotonic() - looked_at >= self.poll_seconds:
+            return True  # heard while busy, or a poll interval without a look: events no doorbell announces
         looked = self._woken is not None and (not self._woken or wakeups.OUTBOX in self._woken)
         return self._relay_more or looked
 
@@ -400,11 +432,12 @@ class Drain:
             self._heard_by = None if by is None or self._heard_by is None else self._heard_by | by
         self._heard |= rung
 
-    def _presence_due(self, *, progress: bool) -> bool:
-        return self.monotonic() - self._presence_at >= (PRESENCE_BUSY_SECONDS if progress else PRESENCE_IDLE_SECONDS)
+    def _presence_due(self, *, progress: bool, idle_pace: bool = False) -> bool:
+        pace = PRESENCE_BUSY_SECONDS if progress and not idle_pace else PRESENCE_IDLE_SECONDS
+        return self.monotonic() - self._presence_at >= pace
 
-    def _record_presence(self, *, progress: bool) -> None:
-        if self._presence_due(progress=progress):
+    def _record_presence(self, *, progress: bool, idle_pace: bool = False) -> None:
+        if self._presence_due(progress=progress, idle_pace=idle_pace):
             now = self.monotonic()
             liveness.record_presence(self.worker_id, self.clock.now(), progress=progress)
             self._presence_at = now
@@ -477,7 +510,11 @@ class Drain:
             firsts.append(_first(waiting.filter(status=JobStatus.QUEUED), "visible_at"))
             firsts.append(_first(waiting.filter(status=JobStatus.LEASED), "lease_until"))
         if self.outbox:
-            firsts.append(_first(OutboxEvent.objects.unpublished(), "claimed_until"))
+            # A claim's expiry matters only for an event a relay may claim again: one parked by its
+            # interrupted claims keeps its expired claim, and would have every parked drain look at once.
+            claimable = OutboxEvent.objects.unpublished().filter(
+                parked_at__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS)
+            firsts.append(_first(claimable, "claimed_until"))
             backing_off = OutboxEvent.objects.unpublished().filter(  # outbox_backoff; a failure releases the claim
                 parked_at__isnull=True, claim_token__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS)
             firsts.append(_first(backing_off, "next_attempt_at"))
@@ -489,10 +526,30 @@ class Drain:
             self._presence_sql = liveness.presence_write(self.worker_id)
         return self._presence_sql
 
+    def _fresh(self) -> QuerySet:
+        """An event no relay has tried and none holds (the relay's claim would take it now), as a one-value
+        query: ``outbox_fresh`` holds only those never tried, few of them claimed at a time."""
+        return OutboxEvent.objects.unpublished().filter(
+            parked_at__isnull=True, next_attempt_at__isnull=True, claimed_until__isnull=True,
+            publish_attempts__lt=MAX_PUBLISH_ATTEMPTS).order_by("id").values_list("id", flat=True)[:1]
+
+    def _outbox_clear(self, read: dict[str, Any]) -> bool:
+        """Whether a commit's read (``_also_read``) saw nothing a relay pass would take: no fresh event, and
+        no claim or backoff of the outbox's ended (they come after the jobs' two moments)."""
+        if read.get("also_fresh") is not None:
+            return False
+        now = self.clock.now()
+        outbox = _moments(read)[2 if self.jobs else 0:]
+        return all(moment is None or moment > now for moment in outbox)
+
     def _also_read(self) -> str | None:
-        """The moments' one-row SELECT as literal SQL for the relay's claim to run (PostgreSQL), built once."""
+        """The moments' one-row SELECT, and whether the outbox holds a fresh event (``also_fresh``), as
+        literal SQL for a commit or the relay's claim to run (PostgreSQL), built once."""
         if self._moments_sql is None and connection.vendor == "postgresql":
             text, params = _firsts_statement(self._firsts(), prefix="also_")
+            if self.outbox:
+                fresh, fresh_params = self._fresh().query.sql_with_params()
+                text, params = f"{text}, ({fresh}) AS also_fresh", [*params, *fresh_params]
             postgresql_ops: Any = connection.ops  # PostgreSQL's operations compose SQL with its literals
             self._moments_sql = postgresql_ops.compose_sql(text, params).replace("%", "%%")
         return self._moments_sql
@@ -524,6 +581,7 @@ def _read_firsts(firsts: list[QuerySet]) -> list[dt.datetime | None]:
 
 
 def _moments(read: dict[str, Any]) -> list[dt.datetime | None]:
-    """The moments a relay claim read (``also_0``, ``also_1``, ...)."""
-    values = [read[key] for key in sorted(read, key=lambda k: int(k.removeprefix("also_")))]
+    """The moments a relay claim or a commit read (``also_0``, ``also_1``, ...; not ``also_fresh``)."""
+    numbered = [key for key in read if key.removeprefix("also_").isdigit()]
+    values = [read[key] for key in sorted(numbered, key=lambda k: int(k.removeprefix("also_")))]
     return [None if value is None else sql.read_ts(value) for value in values]

@@ -6,7 +6,10 @@ Pinned figures (PostgreSQL, autocommit as in production):
   commit_result_with_event   1 statement, 1 transaction (the function relayops_commit_result: complete,
                              close attempt, result, event, NOTIFY); with claim_next, still 1 and 1
                              (relayops_commit_and_claim), so a drain behind a backlog runs a job per
-                             call (tests/integration/test_commit_and_claim.py)
+                             call (tests/integration/test_commit_and_claim.py); a drain's presence
+                             and its earlier commits' times ride on it (also_write)
+  a job meeting an idle drain 2 statements: its claim and its commit, nothing per second besides
+                             (tests/integration/test_drain.py)
   publish_pending (n events) 2 statements: one claim with the review consumer's batch, one mark (+1 for
                              the webhook publisher's read of the batch's endpoints, when the claim says
                              a tenant of the batch has an active one)
@@ -175,7 +178,7 @@ def test_a_busy_drain_s_presence_rides_on_its_commit(clock):
         drain._step(DrainReport())
     statements = [q["sql"] for q in queries]
     assert not any(s.lstrip().startswith("UPDATE") and "drainpresence" in s for s in statements)
-    assert [s.split()[:2] for s in statements if "relayops_commit_result" in s] == [["WITH", "written"]]
+    assert [s.split()[:2] for s in statements if "relayops_commit_result" in s] == [["WITH", "written_0"]]
     seen.refresh_from_db()
     assert seen.seen_at == seen.progress_at == clock.now()
 
@@ -404,3 +407,28 @@ def test_a_drain_records_its_commits_times_in_one_statement(clock):
         written = queue.record_commit_times([(lease.job_id, lease.fence, 0.001 * n) for n, lease in enumerate(leases)])
     assert written == 3 and hot_path(queries) == (['UPDATE pipeline_attempt SET'], 1)
     assert sorted(Attempt.objects.values_list("commit_seconds", flat=True)) == [0.0, 0.001, 0.002]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_drain_s_commits_times_ride_on_its_next_commit(clock):
+    """``queue.commit_times_write`` is the same write as literal SQL: a commit runs it in its own statement,
+    and ``written`` says how many attempt rows it updated."""
+    from pipeline.models import Attempt
+
+    leases = []
+    for n in range(3):
+        queue.enqueue("acme", f"inv-{n}", 1, invoice(n), clock=clock)
+        leases.append(queue.lease_next("w1", clock=clock))
+    for lease in leases[:2]:
+        commit_result_with_event(lease, FIELDS, clock=clock)
+    times = [(lease.job_id, lease.fence, 0.25 * (n + 1)) for n, lease in enumerate(leases[:2])]
+    write = queue.commit_times_write(times)
+    assert write is not None and "%(" not in write  # literal: no parameter left to bind
+    with CaptureQueriesContext(connection) as queries:
+        outcome = commit_result_with_event(leases[2], FIELDS, clock=clock, also_write=(write,))
+    statements, transactions = hot_path(queries)
+    assert len(statements) == 1 and transactions == 1 and statements[0].startswith("WITH written_0")
+    assert outcome.written == (2,)
+    assert sorted(Attempt.objects.filter(commit_seconds__isnull=False).values_list("commit_seconds", flat=True)) == [
+        0.25, 0.5]
+    assert queue.commit_times_write([]) is None

@@ -4,6 +4,7 @@ an attempt."""
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from django.db.models import F
 from pipeline import queue
 from pipeline.runtime.drain import Drain
 from pipeline.extraction.rules import invoice_extractor
-from pipeline.models import Attempt, DrainPresence, Job, OutboxEvent, Result
+from pipeline.models import Attempt, DrainPresence, Job, OutboxEvent, Result, Review
 from pipeline.processing import Outcome, WorkOutcome
 from pipeline.runtime.shutdown import StopState
 from pipeline.worker import process_once
@@ -200,6 +201,103 @@ def test_a_drain_woken_for_job_after_job_still_relays_once_a_poll_interval_has_p
     report = Drain("node:1", max_seconds=600, poll_seconds=60, extractor=extractor, stop=stop,
                    monotonic=lambda: time.monotonic() + skew[0]).run()
     assert report.jobs == 3 and seen["published_while_working"] is True
+
+
+def test_a_drain_taking_jobs_one_at_a_time_sends_each_its_claim_and_commit_and_nothing_else():
+    """Jobs that come one at a time meet the drain idle: each costs its claim and its commit. Whatever the
+    drain owes per second rides on those commits or needs no statement: its presence (every
+    PRESENCE_BUSY_SECONDS), its earlier commits' times (COMMIT_TIMES_SECONDS), and the poll's look at the
+    outbox, which each commit's read makes when it saw nothing for a relay pass to take. Here each job
+    takes two seconds of the drain's clock, so every one of those falls due more than once."""
+    import time
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from pipeline.runtime.drain import COMMIT_TIMES_SECONDS, PRESENCE_BUSY_SECONDS
+
+    jobs, per_job = 8, 2.0
+    skew = [0.0]
+    stop = StopState()
+    seen = {"calls": 0}
+    queue.enqueue("acme", "doc-0", 1, invoice(0))
+
+    def extractor(document: Any, checkpoint: Any) -> dict[str, Any]:
+        seen["calls"] += 1
+        skew[0] += per_job
+        if seen["calls"] < jobs:  # the next job arrives after this one's claim, which saw none waiting
+            queue.enqueue("acme", f"doc-{seen['calls']}", 1, invoice(seen["calls"]))
+        else:
+            stop.requested.set()
+        return invoice_extractor(document, checkpoint)
+
+    poll = 3.0
+    assert per_job * (jobs - 1) > max(poll, COMMIT_TIMES_SECONDS, PRESENCE_BUSY_SECONDS) * 2
+    with CaptureQueriesContext(connection) as queries:
+        report = Drain("node:1", max_seconds=600, poll_seconds=poll, extractor=extractor, stop=stop,
+                       monotonic=lambda: time.monotonic() + skew[0]).run()
+    assert report.jobs == jobs and Review.objects.count() == jobs
+    statements = [" ".join(q["sql"].split()) for q in queries.captured_queries
+                  if not q["sql"].lstrip().startswith("WITH inserted AS")]  # the test's enqueues
+    second = [n for n, text in enumerate(statements) if "relayops_claim(" in text][1]
+    # After the first job's step (a drain's start looks at the outbox): the others' claims and commits
+    # only, then the drain's end writes the commits' times that no commit carried yet.
+    kinds = ["claim" if "relayops_claim(" in text else "commit" if "relayops_commit_result(" in text else text[:40]
+             for text in statements[second:]]
+    assert kinds == ["claim", "commit"] * (jobs - 1) + ["UPDATE pipeline_attempt SET commit_secon"], kinds
+    carried = [text for text in statements if "relayops_commit_result(" in text and "pipeline_attempt" in text]
+    presence = [text for text in statements if "relayops_commit_result(" in text and "pipeline_drainpresence" in text]
+    assert len(carried) >= 1 and len(presence) >= 2  # the times and the presence rode on commits
+    assert Attempt.objects.filter(commit_seconds__isnull=False).count() == jobs
+    assert DrainPresence.objects.get(worker="node:1").progress_at is not None
+
+
+def test_a_commit_whose_read_sees_an_event_left_unpublished_keeps_the_poll_s_relay_pass():
+    """A commit's read counts as the poll's look only when it saw nothing for a relay pass: an event
+    that no relay has tried (here one written without its doorbell, as a drain that died leaves them)
+    is published within the poll interval by a drain taking jobs one at a time."""
+    import time
+
+    skew = [0.0]
+    stop = StopState()
+    seen: dict[str, Any] = {"calls": 0}
+    queue.enqueue("acme", "doc-0", 1, invoice(0))
+
+    def extractor(document: Any, checkpoint: Any) -> dict[str, Any]:
+        seen["calls"] += 1
+        calls = seen["calls"]
+        skew[0] += 2.0
+        if calls == 2:
+            OutboxEvent.objects.create(tenant="acme", topic="review.decided", idempotency_key="acme:decision:1",
+                                       payload={"review_id": 1}, created_at=dt.datetime.now(dt.timezone.utc))
+        if calls == 5:
+            seen["published"] = OutboxEvent.objects.get(idempotency_key="acme:decision:1").published_at is not None
+            stop.requested.set()
+        else:
+            queue.enqueue("acme", f"doc-{calls}", 1, invoice(calls))
+        return invoice_extractor(document, checkpoint)
+
+    report = Drain("node:1", max_seconds=600, poll_seconds=5, extractor=extractor, stop=stop,
+                   monotonic=lambda: time.monotonic() + skew[0]).run()
+    assert report.jobs == 5 and seen["published"] is True  # 6 s of the drain's clock after it was written
+
+
+def test_an_event_parked_by_its_interrupted_claims_does_not_keep_parked_drains_looking():
+    """An event whose publication was interrupted MAX_PUBLISH_ATTEMPTS times is parked with its last,
+    expired claim. No relay claims it again, so its expiry is no moment to look at: a drain parks on."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from pipeline.models import MAX_PUBLISH_ATTEMPTS
+
+    now = dt.datetime.now(dt.timezone.utc)
+    OutboxEvent.objects.create(tenant="acme", topic="review.decided", idempotency_key="acme:decision:1",
+                               payload={"review_id": 1}, created_at=now, publish_attempts=MAX_PUBLISH_ATTEMPTS,
+                               claim_token=uuid.uuid4(), claimed_until=now - dt.timedelta(seconds=30))
+    with CaptureQueriesContext(connection) as queries:
+        Drain("node:1", max_seconds=1.0, poll_seconds=60).run()
+    looks = [q["sql"] for q in queries.captured_queries if "relayops_claim(" in q["sql"]]
+    assert len(looks) == 1, len(queries.captured_queries)  # its start's; it looked every 20 ms before
 
 
 def test_a_jobs_doorbell_heard_between_busy_steps_ends_the_next_park_at_once():
