@@ -299,12 +299,14 @@ if RELAYOPS["CRASH_POINTS"] and not DEBUG and not RELAYOPS["CRASH_POINTS_FORCE"]
 
 # --- django-q2: the process host only (see docs/architecture.md) -----------------------------------
 # Workers run drains for their whole life and never read django-q2's task queue; nothing is enqueued
-# and the scheduler is off (the workers sweep themselves), so the pusher only polls an empty broker.
+# and the scheduler is off (the workers sweep themselves), so the broker has no queue at all and the
+# pusher's poll asks the database nothing (pipeline.runtime.broker).
 # timeout > drain budget + the longest extraction a drain may start near its end: the sentinel ends a
 # worker whose drain overran it (pipeline.runtime.host re-arms its timer before each drain).
 Q_CLUSTER = {
     "name": "relayops",
     "orm": "default",
+    "broker_class": "pipeline.runtime.broker.DrainsOnly",
     "workers": env.int("RELAYOPS_Q_WORKERS", default=2),
     "queue_limit": env.int("RELAYOPS_Q_WORKERS", default=2),
     "bulk": 1,

@@ -31,8 +31,11 @@ def pgbouncer(tmp_path: Path) -> Iterator[bouncer.PgBouncer]:
     if bouncer.BINARY is None:
         pytest.skip("pgbouncer is not installed (Debian: apt-get install pgbouncer; .ci/run installs it)")
     s = connection.settings_dict
+    # One server connection for the cluster's clients (its two workers' Django connections, and a
+    # heartbeat thread's while a job outlives a third of its lease): every transaction may run on a
+    # connection another client used before.
     pooler = bouncer.PgBouncer(tmp_path, database=s["NAME"], host=s["HOST"] or "127.0.0.1",
-                               port=int(s["PORT"] or 5432), user=s["USER"], password=s["PASSWORD"])
+                               port=int(s["PORT"] or 5432), user=s["USER"], password=s["PASSWORD"], pool_size=1)
     pooler.start()
     try:
         yield pooler
