@@ -278,8 +278,8 @@ class Drain:
                 self._read = done.read  # when it is next due, read by the commit: the park needs no look
                 if self.outbox and done.read is not None and self._outbox_clear(done.read):
                     self._outbox_clear_at = self.monotonic()
-            if self.commit_times and self._times_due() and not (worked and self._carries_writes()):
-                self._record_commit_times()  # a step with a commit has them carried by the next one
+            if self.commit_times and self._times_due(alone=True):
+                self._record_commit_times()
             # A busy drain's commits carry its presence once PRESENCE_BUSY_SECONDS have passed; a step that
             # just committed records it alone only if no commit has for as long as an idle drain may wait.
             self._record_presence(progress=worked or relay_more,
@@ -343,9 +343,13 @@ class Drain:
         """Whether the built-in unit of work's commits carry the drain's presence and commits' times."""
         return self._job_work is not None and self._presence_write() is not None
 
-    def _times_due(self) -> bool:
-        return (len(self.commit_times) >= self.batch_size
-                or self.monotonic() - self._times_recorded_at >= COMMIT_TIMES_SECONDS)
+    def _times_due(self, *, alone: bool = False) -> bool:
+        """Whether the kept commits' times are due: for the next commit to carry, or ``alone``, in a statement
+        of their own, which a drain whose commits carry them sends only once no commit has for as long again
+        (a step that ran no job, a lost race, would otherwise send one as they fall due)."""
+        times = 2 if alone and self._carries_writes() else 1
+        return (len(self.commit_times) >= self.batch_size * times
+                or self.monotonic() - self._times_recorded_at >= COMMIT_TIMES_SECONDS * times)
 
     def _may_claim_next(self) -> bool:
         """Asked as a commit starts: a drain stopping or past its budget claims nothing with it."""

@@ -432,3 +432,37 @@ def test_a_drain_s_commits_times_ride_on_its_next_commit(clock):
     assert sorted(Attempt.objects.filter(commit_seconds__isnull=False).values_list("commit_seconds", flat=True)) == [
         0.25, 0.5]
     assert queue.commit_times_write([]) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_drain_s_commits_times_wait_for_its_next_commit_not_a_step_without_a_job(clock):
+    """Due after COMMIT_TIMES_SECONDS, the times ride on the drain's next commit; a step that runs no job
+    (woken for a job another drain took) sends them alone only once no commit has carried them for as
+    long again."""
+    from pipeline.models import Attempt
+    from pipeline.runtime.drain import COMMIT_TIMES_SECONDS, Drain, DrainReport
+
+    now = [1000.0]
+    drain = Drain("node:1", max_seconds=600, poll_seconds=60, clock=clock, monotonic=lambda: now[0])
+    queue.enqueue("acme", "inv-1", 1, invoice(1), clock=clock)
+    drain._step(DrainReport())  # its first step runs the job: its time is kept
+    assert len(drain.commit_times) == 1 and not Attempt.objects.filter(commit_seconds__isnull=False).exists()
+
+    now[0] += COMMIT_TIMES_SECONDS + 1  # due
+    with CaptureQueriesContext(connection) as queries:
+        drain._step(DrainReport())  # no job
+    assert not [q for q in queries if "commit_seconds" in q["sql"]]
+
+    queue.enqueue("acme", "inv-2", 1, invoice(2), clock=clock)
+    with CaptureQueriesContext(connection) as queries:
+        drain._step(DrainReport())
+    statements, _ = hot_path(queries)
+    assert len(statements) == 2 and "pipeline_attempt SET commit_seconds" in queries[-1]["sql"]  # claim, commit
+    assert Attempt.objects.filter(commit_seconds__isnull=False).count() == 1 and len(drain.commit_times) == 1
+
+    now[0] += 2 * COMMIT_TIMES_SECONDS  # no commit since: sent alone
+    with CaptureQueriesContext(connection) as queries:
+        drain._step(DrainReport())
+    assert [q["sql"].split()[:4] for q in queries if "commit_seconds" in q["sql"]] == [
+        ["UPDATE", "pipeline_attempt", "SET", "commit_seconds"]]
+    assert Attempt.objects.filter(commit_seconds__isnull=False).count() == 2 and drain.commit_times == []
