@@ -164,7 +164,7 @@ def _process_lease(
         committing = time.monotonic()
         claim = (queue.claim_params(lease.worker_id, lease_seconds=lease_seconds, clock=clock)
                  if claim_next is not None and claim_next() else None)
-        writes = also_write() if also_write is not None else ()
+        writes = _callers_writes(also_write, lease)
         outcome = _commit(lease, fields, clock, meter.report, announce, claim, hand_off, also_read, writes)
         commit_seconds = max(time.monotonic() - committing - outcome.claim_seconds, 0.0)
     except (LeaseLostError, StaleLeaseError):
@@ -187,6 +187,19 @@ def _process_lease(
     return WorkOutcome(done, lease.job_id, lease.fence, lease.queue_wait_seconds,
                        carried=_carry(outcome.claimed, seconds, clock, heartbeat), handed_off=outcome.handed_off,
                        read=outcome.read, written=outcome.written)
+
+
+def _callers_writes(also_write: Callable[[], tuple[str, ...]] | None, lease: queue.Lease) -> tuple[str, ...]:
+    """The caller's writes for the commit to carry; none if building them failed: they are the caller's
+    bookkeeping (a drain's presence, its commits' times), never the job's fault to fail for."""
+    if also_write is None:
+        return ()
+    try:
+        return also_write()
+    except Exception as exc:
+        log.warning("job.commit_extras_not_built", job_id=lease.job_id, fence=lease.fence,
+                    error_type=type(exc).__name__)
+        return ()
 
 
 def _carry(row: dict[str, Any] | None, seconds: float, clock: Clock, heartbeat: bool) -> Carried | None:

@@ -4,7 +4,8 @@ RelayOps' workers never read django-q2's task queue (pipeline.runtime.cluster), 
 task: the pusher's poll waits without asking the database anything (the ORM broker sent it a query
 every poll interval, from a connection of its own on every node), and a django-q2 task enqueued by
 mistake (``async_task``) is refused at once, naming why, instead of waiting in a queue no one reads.
-The cluster's statistics (``qinfo``, ``qmonitor``) stay in the cache, as with any broker.
+The cluster's statistics go to django-q2's cache as with any broker (``qinfo`` and ``qmonitor`` see them
+only with a cache shared between processes; the default local-memory cache is not).
 """
 
 from __future__ import annotations

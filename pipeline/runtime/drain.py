@@ -151,6 +151,7 @@ class Drain:
         self.work: Work = work
         self._carried: Carried | None = None
         self._writing: tuple[bool, int] = (False, 0)  # the running commit carries: (its presence, times kept)
+        self._commit_started = -math.inf  # when the last commit of the built-in unit of work began
         self._end = math.inf  # when the budget ends: a drain past it claims nothing with a commit
         # The host's turn to claim for drains the jobs doorbell woke (pipeline.runtime.wake_turn): opened
         # with the listener unless given.
@@ -277,7 +278,7 @@ class Drain:
             elif done is not None:
                 self._read = done.read  # when it is next due, read by the commit: the park needs no look
                 if self.outbox and done.read is not None and self._outbox_clear(done.read):
-                    self._outbox_clear_at = self.monotonic()
+                    self._outbox_clear_at = self._commit_started  # its read is of the statement's start
             if self.commit_times and self._times_due(alone=True):
                 self._record_commit_times()
             # A busy drain's commits carry its presence once PRESENCE_BUSY_SECONDS have passed; a step that
@@ -318,6 +319,7 @@ class Drain:
         if self._job_work is None:
             return self.work(self.worker_id)
         carried, self._carried = self._carried, None
+        kept_none = not self.commit_times
         done = self._job_work(self.worker_id, carried=carried, claim_next=self._may_claim_next,
                               also_read=self._also_read(), also_write=self._writes)
         self._carried = done.carried
@@ -328,11 +330,14 @@ class Drain:
             if kept:  # wrote the times it held then (this commit's own came after)
                 del self.commit_times[:kept]
                 self._times_recorded_at = self.monotonic()
+        if kept_none and self.commit_times:  # the first kept since the last write: the times' age starts now
+            self._times_recorded_at = self.monotonic()
         return done
 
     def _writes(self) -> tuple[str, ...]:
         """Asked as a commit starts: what the commit carries of the drain's own writes, those due by then
         (its presence, its earlier commits' times); remembered for when the commit has answered."""
+        self._commit_started = self.monotonic()
         presence = self._presence_write() if self._presence_due(progress=True) else None
         kept = len(self.commit_times) if self._times_due() else 0
         times = queue.commit_times_write(self.commit_times[:kept]) if kept else None

@@ -444,8 +444,11 @@ def test_a_drain_s_commits_times_wait_for_its_next_commit_not_a_step_without_a_j
 
     now = [1000.0]
     drain = Drain("node:1", max_seconds=600, poll_seconds=60, clock=clock, monotonic=lambda: now[0])
+    now[0] += 3 * COMMIT_TIMES_SECONDS  # idle since it started: the times' age starts with the first kept
     queue.enqueue("acme", "inv-1", 1, invoice(1), clock=clock)
-    drain._step(DrainReport())  # its first step runs the job: its time is kept
+    with CaptureQueriesContext(connection) as queries:
+        drain._step(DrainReport())  # its first step runs the job: its time is kept
+    assert not [q for q in queries if "commit_seconds" in q["sql"]]
     assert len(drain.commit_times) == 1 and not Attempt.objects.filter(commit_seconds__isnull=False).exists()
 
     now[0] += COMMIT_TIMES_SECONDS + 1  # due
@@ -466,3 +469,20 @@ def test_a_drain_s_commits_times_wait_for_its_next_commit_not_a_step_without_a_j
     assert [q["sql"].split()[:4] for q in queries if "commit_seconds" in q["sql"]] == [
         ["UPDATE", "pipeline_attempt", "SET", "commit_seconds"]]
     assert Attempt.objects.filter(commit_seconds__isnull=False).count() == 2 and drain.commit_times == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_caller_s_writes_that_fail_to_build_cost_the_job_nothing(clock, caplog):
+    """The writes a drain adds to a commit are its own bookkeeping: if building them fails, the job commits
+    without them, uncharged."""
+    from pipeline.processing import Outcome, process_once
+
+    def broken() -> tuple[str, ...]:
+        raise RuntimeError("no writes today")
+
+    job, _ = queue.enqueue("acme", "inv-1", 1, invoice(), clock=clock)
+    done = process_once("w1", clock=clock, also_write=broken)
+    assert done.outcome == Outcome.COMMITTED and done.written is None
+    job.refresh_from_db()
+    assert (job.status, job.attempt) == (JobStatus.SUCCEEDED, 1)
+    assert "job.commit_extras_not_built" in caplog.text
