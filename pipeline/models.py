@@ -225,13 +225,16 @@ class OutboxEventQuerySet(models.QuerySet["OutboxEvent"]):
         ``MAX_PUBLISH_ATTEMPTS`` times. An operator redelivers them (``relay.redeliver``)."""
         return self.unpublished().filter(PARKED)
 
+    def claimable(self) -> "OutboxEventQuerySet":
+        """Unpublished events a relay may claim, now or once their claim or backoff ends: not parked."""
+        return self.unpublished().filter(parked_at__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS)
+
     def pending(self, now: dt.datetime) -> "OutboxEventQuerySet":
-        """Events a relay's claim takes at ``now``: unpublished, not parked, unclaimed or with an expired
-        claim, and past their backoff. (``sql.CLAIM_EVENTS`` says the same.)"""
-        return self.unpublished().filter(
+        """Events a relay's claim takes at ``now``: claimable, unclaimed or with an expired claim, and past
+        their backoff. (``sql.CLAIM_EVENTS`` says the same.)"""
+        return self.claimable().filter(
             Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
             Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now),
-            parked_at__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS,
         )
 
 

@@ -31,7 +31,7 @@ from pipeline.errors import InvalidInputError, ShutdownInterrupt
 from pipeline.events import Publisher
 from pipeline.extraction.document import Extractor
 from pipeline.extraction.rules import invoice_extractor
-from pipeline.models import MAX_PUBLISH_ATTEMPTS, Job, OutboxEvent
+from pipeline.models import Job, OutboxEvent
 from pipeline.processing import Carried, Outcome, WorkOutcome, process_once
 from pipeline.reasons import ErrorCode
 from pipeline.reconnect import CONNECTION_ERRORS, drop_connection
@@ -521,11 +521,9 @@ class Drain:
         if self.outbox:
             # A claim's expiry matters only for an event a relay may claim again: one parked by its
             # interrupted claims keeps its expired claim, and would have every parked drain look at once.
-            claimable = OutboxEvent.objects.unpublished().filter(
-                parked_at__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS)
-            firsts.append(_first(claimable, "claimed_until"))
-            backing_off = OutboxEvent.objects.unpublished().filter(  # outbox_backoff; a failure releases the claim
-                parked_at__isnull=True, claim_token__isnull=True, publish_attempts__lt=MAX_PUBLISH_ATTEMPTS)
+            firsts.append(_first(OutboxEvent.objects.claimable(), "claimed_until"))
+            # outbox_backoff; a failure releases the claim
+            backing_off = OutboxEvent.objects.claimable().filter(claim_token__isnull=True)
             firsts.append(_first(backing_off, "next_attempt_at"))
         return firsts
 
@@ -538,9 +536,8 @@ class Drain:
     def _fresh(self) -> QuerySet:
         """An event no relay has tried and none holds (the relay's claim would take it now), as a one-value
         query: ``outbox_fresh`` holds only those never tried, few of them claimed at a time."""
-        return OutboxEvent.objects.unpublished().filter(
-            parked_at__isnull=True, next_attempt_at__isnull=True, claimed_until__isnull=True,
-            publish_attempts__lt=MAX_PUBLISH_ATTEMPTS).order_by("id").values_list("id", flat=True)[:1]
+        fresh = OutboxEvent.objects.claimable().filter(next_attempt_at__isnull=True, claimed_until__isnull=True)
+        return fresh.order_by("id").values_list("id", flat=True)[:1]
 
     def _outbox_clear(self, read: dict[str, Any]) -> bool:
         """Whether a commit's read (``_also_read``) saw nothing a relay pass would take: no fresh event, and
